@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's test command: installs what is missing, builds, and runs the whole suite with CTest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/fetch_model.sh
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$jobs"
+ctest --test-dir build --output-on-failure -j1
