@@ -1,0 +1,245 @@
+// The forward pass of the sinkscope transformer over one sequence, with hook points.
+//
+//   pre-norm:  h = x + Attn(N₁(x));        x' = h + FFN(N₂(h))          (Llama, GPT-2)
+//   sandwich:  h = x + N₁ᵖ(Attn(N₁(x)));   x' = h + N₂ᵖ(FFN(N₂(h)))     (Paper B)
+//   post-norm: h = N₁(x + Attn(x));        x' = N₂(h + FFN(h))
+//   Attn(x) = Σ_h gate_h ⊙ softmax(q_h k_gᵀ/√d_h + causal mask) v_g · W_Oᵀ,   g = kv head of h
+//   SwiGLU:  FFN(x) = W_down (silu(W_gate x) ⊙ W_up x);   GELU FFN: W_down gelu(W_up x + b) + b
+// Every activation named in hooks.hpp is offered to the hooks, which may read or overwrite it.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sinkscope/core/error.hpp"
+#include "sinkscope/model/config.hpp"
+#include "sinkscope/model/hooks.hpp"
+#include "sinkscope/model/layers.hpp"
+#include "sinkscope/model/weights.hpp"
+
+namespace sinkscope::model {
+
+struct ForwardOptions {
+    bool logits = true;            // compute the (T × vocab) logits; off saves the output GEMM
+    std::int64_t last_layer = -1;  // stop after this block (−1: run all); the logits are then skipped
+};
+
+namespace detail {
+
+template <class T>
+struct HookCaller {
+    const HookSet<T>* hooks;
+    // Offers `data` (row-major, `shape`) to the hooks under `name`.
+    void operator()(const std::string& name, T* data, std::vector<std::int64_t> shape) const {
+        if (hooks && hooks->wants(name)) hooks->run(name, ActivationRef<T>{data, std::move(shape)});
+    }
+    bool wants(const std::string& name) const { return hooks && hooks->wants(name); }
+};
+
+inline void check_tokens(const Config& c, const std::vector<std::int32_t>& tokens) {
+    require(!tokens.empty(), "forward: empty token sequence");
+    require(std::int64_t(tokens.size()) <= c.context_length,
+            "forward: " + std::to_string(tokens.size()) + " tokens exceed the context length " +
+                std::to_string(c.context_length));
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        require(tokens[i] >= 0 && tokens[i] < c.vocab_size,
+                "forward: token id " + std::to_string(tokens[i]) + " at position " + std::to_string(i) +
+                    " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
+}
+
+// Multi-head causal attention of one block. `xn` (T × d) is the block input after its norm; writes
+// the block's output (T × d) to `out`. Buffers (H·T × T) hold scores and pattern for the hooks.
+template <class T>
+void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c,
+                             const std::string& prefix, const HookCaller<T>& hook) {
+    const std::int64_t n = xn.rows(), H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
+    Mat<T> q, k, v;
+    linear_forward(q, xn, w.wq, w.bq);  // (T, H·d_h)
+    linear_forward(k, xn, w.wk, w.bk);  // (T, G·d_h)
+    linear_forward(v, xn, w.wv, w.bv);  // (T, G·d_h)
+    if (c.qk_norm) {
+        head_rmsnorm_forward(q, w.q_norm, H, dh, c.norm_eps);
+        head_rmsnorm_forward(k, w.k_norm, G, dh, c.norm_eps);
+    }
+    hook(prefix + "attn.hook_q", q.data(), {n, H, dh});
+    hook(prefix + "attn.hook_k", k.data(), {n, G, dh});
+    hook(prefix + "attn.hook_v", v.data(), {n, G, dh});
+    if (c.positions == PositionKind::rope) {
+        rope_forward(q, H, dh, c.rope_base, c.rope_layout);
+        rope_forward(k, G, dh, c.rope_base, c.rope_layout);
+        hook(prefix + "attn.hook_rot_q", q.data(), {n, H, dh});
+        hook(prefix + "attn.hook_rot_k", k.data(), {n, G, dh});
+    }
+
+    // Extra softmax slot: off-by-one adds e^0 to the denominator; KV-bias adds a learnable key/value.
+    const bool has_slot = c.attention == AttentionKind::softmax_off_by_one || c.attention == AttentionKind::kv_bias;
+    Mat<T> slot_scores;  // (H, T)
+    if (has_slot) {
+        slot_scores = Mat<T>::Zero(H, n);
+        if (c.attention == AttentionKind::kv_bias)
+            for (std::int64_t h = 0; h < H; ++h)
+                slot_scores.row(h) = (q.middleCols(h * dh, dh) * w.sink_kv.row(0).segment((h / group) * dh, dh).transpose())
+                                         .transpose() / std::sqrt(T(dh));
+    }
+
+    Mat<T> scores(H * n, n), pattern(H * n, n);  // (H, T, T)
+#pragma omp parallel for schedule(static) if (H > 1)
+    for (std::int64_t h = 0; h < H; ++h)
+        attention_scores_forward<T>(scores.middleRows(h * n, n), q.middleCols(h * dh, dh),
+                                    k.middleCols((h / group) * dh, dh), c.sliding_window);
+    hook(prefix + "attn.hook_attn_scores", scores.data(), {H, n, n});
+#pragma omp parallel for schedule(static) if (H > 1)
+    for (std::int64_t h = 0; h < H; ++h)
+        softmax_forward<T>(pattern.middleRows(h * n, n), scores.middleRows(h * n, n),
+                           has_slot ? slot_scores.row(h).data() : nullptr);
+    hook(prefix + "attn.hook_pattern", pattern.data(), {H, n, n});
+
+    Mat<T> z(n, H * dh);  // (T, H·d_h)
+#pragma omp parallel for schedule(static) if (H > 1)
+    for (std::int64_t h = 0; h < H; ++h) {
+        z.middleCols(h * dh, dh).noalias() = pattern.middleRows(h * n, n) * v.middleCols((h / group) * dh, dh);
+        if (c.attention == AttentionKind::kv_bias) {
+            // The slot's weight is what the real keys did not take: 1 − Σ_j p[t, j].
+            const auto slot_p = (T(1) - pattern.middleRows(h * n, n).rowwise().sum().array()).matrix();
+            z.middleCols(h * dh, dh).noalias() += slot_p * w.sink_kv.row(1).segment((h / group) * dh, dh);
+        }
+    }
+
+    if (c.gate != GateKind::none) {
+        const bool per_head = c.gate == GateKind::per_head || c.gate == GateKind::static_per_head;
+        const bool conditional = c.gate == GateKind::per_head || c.gate == GateKind::per_channel;
+        Mat<T> g;  // (T, H) or (T, H·d_h)
+        if (conditional) linear_forward(g, xn, w.w_attn_gate, w.b_attn_gate);
+        else g = w.b_attn_gate.transpose().replicate(n, 1);
+        g = g.unaryExpr([](T s) { return T(1) / (T(1) + std::exp(-s)); });
+        hook(prefix + "attn.hook_gate", g.data(), {n, g.cols()});
+        for (std::int64_t h = 0; h < H; ++h) {
+            if (per_head) z.middleCols(h * dh, dh).array().colwise() *= g.col(h).array();
+            else z.middleCols(h * dh, dh).array() *= g.middleCols(h * dh, dh).array();
+        }
+    }
+    hook(prefix + "attn.hook_z", z.data(), {n, H, dh});
+    linear_forward(out, z, w.wo, w.bo);
+}
+
+// The FFN of one block: `xn` (T × d) is its input after its norm; writes its output to `out`.
+template <class T>
+void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c,
+                       const std::string& prefix, const HookCaller<T>& hook) {
+    const std::int64_t n = xn.rows();
+    static const Vec<T> no_bias;
+    switch (c.ffn) {
+        case FfnKind::swiglu: {
+            Mat<T> gate, up, hidden;
+            linear_forward(gate, xn, w.w_gate, no_bias);  // (T, d_ff)
+            linear_forward(up, xn, w.w_up, w.b_up);       // (T, d_ff)
+            hook(prefix + "mlp.hook_pre", gate.data(), {n, c.d_ff});
+            hook(prefix + "mlp.hook_pre_linear", up.data(), {n, c.d_ff});
+            activation_forward(hidden, gate, c.activation);
+            hidden.array() *= up.array();  // w2(silu(w1 x) * w3 x)
+            hook(prefix + "mlp.hook_post", hidden.data(), {n, c.d_ff});
+            linear_forward(out, hidden, w.w_down, w.b_down);
+            return;
+        }
+        case FfnKind::gelu: {
+            Mat<T> pre, hidden;
+            linear_forward(pre, xn, w.w_up, w.b_up);
+            hook(prefix + "mlp.hook_pre", pre.data(), {n, c.d_ff});
+            activation_forward(hidden, pre, c.activation);
+            hook(prefix + "mlp.hook_post", hidden.data(), {n, c.d_ff});
+            linear_forward(out, hidden, w.w_down, w.b_down);
+            return;
+        }
+        case FfnKind::linear: linear_forward(out, xn, w.w_down, w.b_down); return;
+        case FfnKind::none: out = Mat<T>::Zero(n, c.d_model); return;
+    }
+}
+
+// One transformer block, in place on the residual stream x (T × d).
+template <class T>
+void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::int64_t layer, const HookCaller<T>& hook) {
+    const std::int64_t n = x.rows(), d = c.d_model;
+    const std::string p = "blocks." + std::to_string(layer) + ".";
+    const bool post = c.norm_placement == NormPlacement::post;
+    const bool sandwich = c.norm_placement == NormPlacement::sandwich;
+    hook(p + "hook_resid_pre", x.data(), {n, d});
+
+    Mat<T> xn, out;
+    if (post) {
+        attention_block_forward(out, x, w, c, p, hook);
+        hook(p + "hook_attn_out", out.data(), {n, d});
+        x += out;
+        norm_forward(xn, x, w.attn_norm, c.norm, c.norm_eps);
+        x = xn;
+        hook(p + "ln1.hook_normalized", x.data(), {n, d});
+    } else {
+        norm_forward(xn, x, w.attn_norm, c.norm, c.norm_eps);
+        hook(p + "ln1.hook_normalized", xn.data(), {n, d});
+        attention_block_forward(out, xn, w, c, p, hook);
+        if (sandwich) { Mat<T> tmp; norm_forward(tmp, out, w.attn_post_norm, c.norm, c.norm_eps); out.swap(tmp); }
+        hook(p + "hook_attn_out", out.data(), {n, d});
+        x += out;
+    }
+    hook(p + "hook_resid_mid", x.data(), {n, d});
+
+    if (c.ffn != FfnKind::none) {
+        if (post) {
+            ffn_block_forward(out, x, w, c, p, hook);
+            hook(p + "hook_mlp_out", out.data(), {n, d});
+            x += out;
+            norm_forward(xn, x, w.ffn_norm, c.norm, c.norm_eps);
+            x = xn;
+            hook(p + "ln2.hook_normalized", x.data(), {n, d});
+        } else {
+            norm_forward(xn, x, w.ffn_norm, c.norm, c.norm_eps);
+            hook(p + "ln2.hook_normalized", xn.data(), {n, d});
+            ffn_block_forward(out, xn, w, c, p, hook);
+            if (sandwich) { Mat<T> tmp; norm_forward(tmp, out, w.ffn_post_norm, c.norm, c.norm_eps); out.swap(tmp); }
+            hook(p + "hook_mlp_out", out.data(), {n, d});
+            x += out;
+        }
+    }
+    hook(p + "hook_resid_post", x.data(), {n, d});
+}
+
+}  // namespace detail
+
+// Runs the model over `tokens` (BOS, if wanted, must already be there) and returns the logits
+// (T × vocab), or an empty matrix when options say so. Hooks see every named activation.
+template <class T>
+Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int32_t>& tokens,
+               const HookSet<T>* hooks = nullptr, ForwardOptions options = {}) {
+    require(c.attention != AttentionKind::sink_token,
+            "forward: attention kind 'sink_token' is not supported by this forward pass yet");
+    detail::check_tokens(c, tokens);
+    const detail::HookCaller<T> hook{hooks};
+    const std::int64_t n = std::int64_t(tokens.size()), d = c.d_model;
+
+    Mat<T> x(n, d);  // (T, d) residual stream
+    for (std::int64_t t = 0; t < n; ++t) x.row(t) = w.tok_embed.row(tokens[t]);
+    hook("hook_embed", x.data(), {n, d});
+    if (c.positions == PositionKind::learned) {
+        Mat<T> pe = w.pos_embed.topRows(n);
+        hook("hook_pos_embed", pe.data(), {n, d});
+        x += pe;
+    }
+    const std::int64_t last = options.last_layer < 0 ? c.n_layers - 1 : std::min(options.last_layer, c.n_layers - 1);
+    for (std::int64_t l = 0; l <= last; ++l) detail::block_forward(x, w.layers[l], c, l, hook);
+    if (last != c.n_layers - 1 || !options.logits) return {};
+
+    if (c.norm_placement != NormPlacement::post) {
+        Mat<T> xn;
+        norm_forward(xn, x, w.final_norm, c.norm, c.norm_eps);
+        hook("ln_final.hook_normalized", xn.data(), {n, d});
+        x.swap(xn);
+    }
+    Mat<T> logits;
+    static const Vec<T> no_bias;
+    linear_forward(logits, x, w.output_head(), no_bias);  // (T, vocab)
+    hook("logits", logits.data(), {n, c.vocab_size});
+    return logits;
+}
+
+}  // namespace sinkscope::model

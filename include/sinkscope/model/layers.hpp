@@ -1,0 +1,160 @@
+// Forward kernels of the sinkscope transformer, one function per layer, pure and row-wise.
+//
+// Argument order follows llm.c: outputs first, then inputs, then weights, then dimensions.
+// Activations are row-major (T × features), one row per position. Each function has a naive
+// definition in its comment; the code is that definition, vectorised by Eigen.
+#pragma once
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "sinkscope/model/config.hpp"
+#include "sinkscope/model/weights.hpp"
+
+namespace sinkscope::model {
+
+// y = x Wᵀ (+ b).   x (T × in), W (out × in), b (out) or empty, y (T × out).
+template <class T>
+void linear_forward(Mat<T>& y, const Mat<T>& x, const Mat<T>& W, const Vec<T>& b) {
+    y.noalias() = x * W.transpose();
+    if (b.size()) y.rowwise() += b.transpose();
+}
+
+// RMSNorm (Zhang & Sennrich): y = x / √(mean(x²) + eps) ⊙ g.
+template <class T>
+void rmsnorm_forward(Mat<T>& y, const Mat<T>& x, const Vec<T>& g, double eps) {
+    y.resize(x.rows(), x.cols());
+    for (Eigen::Index t = 0; t < x.rows(); ++t) {
+        const T ms = x.row(t).squaredNorm() / T(x.cols());
+        const T inv = T(1) / std::sqrt(ms + T(eps));
+        y.row(t) = (x.row(t) * inv).cwiseProduct(g.transpose());
+    }
+}
+
+// LayerNorm: y = (x − mean(x)) / √(var(x) + eps) ⊙ g + b, variance with 1/d (biased), as PyTorch.
+template <class T>
+void layernorm_forward(Mat<T>& y, const Mat<T>& x, const Vec<T>& g, const Vec<T>& b, double eps) {
+    y.resize(x.rows(), x.cols());
+    for (Eigen::Index t = 0; t < x.rows(); ++t) {
+        const T mean = x.row(t).mean();
+        const auto centred = x.row(t).array() - mean;
+        const T var = centred.square().mean();
+        const T inv = T(1) / std::sqrt(var + T(eps));
+        y.row(t) = (centred * inv).matrix().cwiseProduct(g.transpose());
+        if (b.size()) y.row(t) += b.transpose();
+    }
+}
+
+// DynamicTanh (Zhu et al.): y = γ ⊙ tanh(α x) + β, α a learnable scalar.
+template <class T>
+void dyt_forward(Mat<T>& y, const Mat<T>& x, const Vec<T>& alpha, const Vec<T>& gamma, const Vec<T>& beta) {
+    y = (x.array() * alpha(0)).tanh().matrix();
+    y.array().rowwise() *= gamma.transpose().array();
+    if (beta.size()) y.rowwise() += beta.transpose();
+}
+
+template <class T>
+void norm_forward(Mat<T>& y, const Mat<T>& x, const NormWeights<T>& w, NormKind kind, double eps) {
+    switch (kind) {
+        case NormKind::rmsnorm: rmsnorm_forward(y, x, w.weight, eps); return;
+        case NormKind::layernorm: layernorm_forward(y, x, w.weight, w.bias, eps); return;
+        case NormKind::dynamic_tanh: dyt_forward(y, x, w.alpha, w.weight, w.bias); return;
+    }
+}
+
+// Per-head RMSNorm over d_h (Qwen3's q_norm / k_norm). x (T × n_heads·d_h), in place.
+template <class T>
+void head_rmsnorm_forward(Mat<T>& x, const Vec<T>& g, std::int64_t n_heads, std::int64_t head_dim, double eps) {
+    for (Eigen::Index t = 0; t < x.rows(); ++t)
+        for (std::int64_t h = 0; h < n_heads; ++h) {
+            auto seg = x.row(t).segment(h * head_dim, head_dim);
+            const T inv = T(1) / std::sqrt(seg.squaredNorm() / T(head_dim) + T(eps));
+            seg = (seg * inv).cwiseProduct(g.transpose());
+        }
+}
+
+// Rotary position embedding, in place on x (T × n_heads·d_h), position of row t = t + offset.
+// Pair (a, b) of frequency i (i < d_h/2) is rotated by θ = pos · base^(−2i/d_h):
+//   a' = a cos θ − b sin θ,  b' = a sin θ + b cos θ.
+// interleaved: (a, b) = (x[2i], x[2i+1]);  half_split: (a, b) = (x[i], x[i + d_h/2]).
+template <class T>
+void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double base, RopeLayout layout,
+                  std::int64_t offset = 0) {
+    const std::int64_t half = head_dim / 2;
+    // Hugging Face computes inv_freq = 1 / base^(2i/d_h) and θ = pos · inv_freq in float32; in float we
+    // round at the same places so that θ agrees bit for bit, in double we keep double throughout.
+    constexpr bool single = std::is_same_v<T, float>;
+    std::vector<double> inv_freq(half);
+    for (std::int64_t i = 0; i < half; ++i) {
+        if (single) inv_freq[i] = 1.0f / std::pow(float(base), float(2 * i) / float(head_dim));
+        else inv_freq[i] = std::pow(base, -2.0 * double(i) / double(head_dim));
+    }
+    for (Eigen::Index t = 0; t < x.rows(); ++t) {
+        for (std::int64_t i = 0; i < half; ++i) {
+            const double theta = single ? double(float(t + offset) * float(inv_freq[i]))
+                                        : double(t + offset) * inv_freq[i];
+            const T c = T(std::cos(theta)), s = T(std::sin(theta));
+            for (std::int64_t h = 0; h < n_heads; ++h) {
+                T* head = x.row(t).data() + h * head_dim;
+                const std::int64_t ia = layout == RopeLayout::interleaved ? 2 * i : i;
+                const std::int64_t ib = layout == RopeLayout::interleaved ? 2 * i + 1 : i + half;
+                const T a = head[ia], b = head[ib];
+                head[ia] = a * c - b * s;
+                head[ib] = a * s + b * c;
+            }
+        }
+    }
+}
+
+// Activations of the FFN: silu(x) = x σ(x); GELU exact (erf) or its tanh approximation (GPT-2's gelu_new).
+template <class T> T silu(T x) { return x / (T(1) + std::exp(-x)); }
+template <class T> T gelu_erf(T x) { return T(0.5) * x * (T(1) + std::erf(x / std::sqrt(T(2)))); }
+template <class T> T gelu_tanh(T x) {
+    const T k = std::sqrt(T(2) / T(M_PI));
+    return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+}
+template <class T> T activate(Activation a, T x) {
+    switch (a) { case Activation::silu: return silu(x); case Activation::gelu_tanh: return gelu_tanh(x);
+                 case Activation::gelu_erf: return gelu_erf(x); }
+    return x;
+}
+template <class T>
+void activation_forward(Mat<T>& y, const Mat<T>& x, Activation a) {
+    y = x.unaryExpr([a](T v) { return activate(a, v); });
+}
+
+// Causal attention of one head, in place of its pattern row block.
+//   scores[t, j] = q_t · k_j / √d_h  for allowed j (j ≤ t, and t − j < window when windowed), −∞ otherwise
+//   softmax:            p[t, j] = e^{s_j} / Σ_k e^{s_k}
+//   off-by-one / slot:  p[t, j] = e^{s_j} / (e^{s_slot} + Σ_k e^{s_k})   (s_slot = 0 for off-by-one)
+// `slot_scores` holds s_slot per query (empty: no extra slot). `scores` and `pattern` are (T × T).
+template <class T, class QBlock, class KBlock>
+void attention_scores_forward(Eigen::Ref<Mat<T>> scores, const QBlock& q, const KBlock& k, std::int64_t window) {
+    const Eigen::Index n = q.rows();
+    const T scale = T(1) / std::sqrt(T(q.cols()));
+    scores.noalias() = (q * k.transpose()) * scale;
+    const T ninf = -std::numeric_limits<T>::infinity();
+    for (Eigen::Index t = 0; t < n; ++t) {
+        for (Eigen::Index j = t + 1; j < n; ++j) scores(t, j) = ninf;
+        if (window > 0)
+            for (Eigen::Index j = 0; j <= t - window; ++j) scores(t, j) = ninf;
+    }
+}
+
+template <class T>
+void softmax_forward(Eigen::Ref<Mat<T>> pattern, const Eigen::Ref<const Mat<T>>& scores, const T* slot_scores) {
+    for (Eigen::Index t = 0; t < scores.rows(); ++t) {
+        T m = scores.row(t).maxCoeff();
+        if (slot_scores) m = std::max(m, slot_scores[t]);
+        pattern.row(t) = (scores.row(t).array() - m).exp().matrix();
+        T z = pattern.row(t).sum();
+        if (slot_scores) z += std::exp(slot_scores[t] - m);
+        pattern.row(t) /= z;
+    }
+}
+
+}  // namespace sinkscope::model

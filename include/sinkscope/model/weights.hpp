@@ -1,0 +1,130 @@
+// Weights<T>: the parameters of the sinkscope transformer, in PyTorch layout.
+//
+// Every linear map is stored (out_features × in_features), row-major, so y = x Wᵀ with x (T × in):
+// the layout of torch.nn.Linear and of GGUF (whose ne[0] is the contiguous in-dimension). Vectors are
+// column vectors. A parameter that the Config does not use is left empty (size 0);
+// `visit_parameters` walks the used ones with their canonical names (the names checkpoints are saved
+// under), so the optimiser, the checkpoint writer and the gradient check share one list.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sinkscope/model/config.hpp"
+
+namespace sinkscope::model {
+
+template <class T> using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T> using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+template <class T>
+struct NormWeights {
+    Vec<T> weight;   // (d) gain g; for DynamicTanh γ
+    Vec<T> bias;     // (d) LayerNorm / DynamicTanh β; empty for RMSNorm
+    Vec<T> alpha;    // (1) DynamicTanh's learnable scalar α; empty otherwise
+};
+
+template <class T>
+struct LayerWeights {
+    NormWeights<T> attn_norm;        // pre-attention norm (input_layernorm / ln_1)
+    NormWeights<T> attn_post_norm;   // sandwich / post placement: norm after the attention block
+    Mat<T> wq, wk, wv, wo;           // (H·d_h × d), (kvH·d_h × d), (kvH·d_h × d), (d × H·d_h)
+    Vec<T> bq, bk, bv, bo;           // optional biases
+    Vec<T> q_norm, k_norm;           // (d_h) per-head QK RMSNorm gains (Qwen3)
+    Mat<T> sink_kv;                  // (2 × kvH·d_h): learnable sink key (row 0) and value (row 1)
+    Mat<T> w_attn_gate;              // (H × d) per-head or (H·d_h × d) per-channel conditional gate
+    Vec<T> b_attn_gate;              // (H) or (H·d_h) gate bias (the whole gate when static)
+
+    NormWeights<T> ffn_norm;         // pre-FFN norm (post_attention_layernorm / ln_2)
+    NormWeights<T> ffn_post_norm;    // sandwich / post placement: norm after the FFN block
+    Mat<T> w_gate, w_up, w_down;     // SwiGLU: (d_ff × d), (d_ff × d), (d × d_ff); GELU FFN: up/down; linear: down (d × d)
+    Vec<T> b_up, b_down;             // optional FFN biases (GPT-2: c_fc, c_proj)
+};
+
+template <class T>
+struct Weights {
+    Mat<T> tok_embed;                // (vocab × d)
+    Mat<T> pos_embed;                // (context × d) learned positions; empty otherwise
+    std::vector<LayerWeights<T>> layers;
+    NormWeights<T> final_norm;
+    Mat<T> lm_head;                  // (vocab × d); empty when tied to tok_embed
+
+    const Mat<T>& output_head() const { return lm_head.size() ? lm_head : tok_embed; }
+};
+
+namespace detail {
+template <class T, class F>
+void visit_norm(const std::string& name, NormWeights<T>& n, F&& f) {
+    if (n.weight.size()) f(name + ".weight", n.weight);
+    if (n.bias.size()) f(name + ".bias", n.bias);
+    if (n.alpha.size()) f(name + ".alpha", n.alpha);
+}
+}  // namespace detail
+
+// Calls f(name, tensor) for every non-empty parameter, in a fixed order. `tensor` is a Mat<T>& or Vec<T>&.
+template <class T, class F>
+void visit_parameters(Weights<T>& w, F&& f) {
+    auto visit = [&](const std::string& name, auto& t) { if (t.size()) f(name, t); };
+    visit("tok_embed", w.tok_embed);
+    visit("pos_embed", w.pos_embed);
+    for (std::size_t l = 0; l < w.layers.size(); ++l) {
+        auto& L = w.layers[l];
+        const std::string p = "blocks." + std::to_string(l) + ".";
+        detail::visit_norm(p + "ln1", L.attn_norm, visit);
+        detail::visit_norm(p + "ln1_post", L.attn_post_norm, visit);
+        visit(p + "attn.W_Q", L.wq); visit(p + "attn.W_K", L.wk); visit(p + "attn.W_V", L.wv); visit(p + "attn.W_O", L.wo);
+        visit(p + "attn.b_Q", L.bq); visit(p + "attn.b_K", L.bk); visit(p + "attn.b_V", L.bv); visit(p + "attn.b_O", L.bo);
+        visit(p + "attn.q_norm", L.q_norm); visit(p + "attn.k_norm", L.k_norm);
+        visit(p + "attn.sink_kv", L.sink_kv);
+        visit(p + "attn.W_gate", L.w_attn_gate); visit(p + "attn.b_gate", L.b_attn_gate);
+        detail::visit_norm(p + "ln2", L.ffn_norm, visit);
+        detail::visit_norm(p + "ln2_post", L.ffn_post_norm, visit);
+        visit(p + "mlp.W_gate", L.w_gate); visit(p + "mlp.W_in", L.w_up); visit(p + "mlp.W_out", L.w_down);
+        visit(p + "mlp.b_in", L.b_up); visit(p + "mlp.b_out", L.b_down);
+    }
+    detail::visit_norm("ln_final", w.final_norm, visit);
+    visit("unembed", w.lm_head);
+}
+template <class T, class F>
+void visit_parameters(const Weights<T>& w, F&& f) {
+    visit_parameters(const_cast<Weights<T>&>(w), [&](const std::string& n, const auto& t) { f(n, t); });
+}
+
+template <class T>
+std::int64_t parameter_count(const Weights<T>& w) {
+    std::int64_t n = 0;
+    visit_parameters(w, [&](const std::string&, const auto& t) { n += t.size(); });
+    return n;
+}
+
+// Converts every parameter to another scalar type (e.g. float → double for gradient checks).
+template <class U, class T>
+Weights<U> cast_weights(const Weights<T>& w) {
+    Weights<U> out;
+    out.layers.resize(w.layers.size());
+    auto cn = [](const NormWeights<T>& a) {
+        NormWeights<U> b; b.weight = a.weight.template cast<U>(); b.bias = a.bias.template cast<U>();
+        b.alpha = a.alpha.template cast<U>(); return b;
+    };
+    out.tok_embed = w.tok_embed.template cast<U>();
+    out.pos_embed = w.pos_embed.template cast<U>();
+    for (std::size_t l = 0; l < w.layers.size(); ++l) {
+        const auto& a = w.layers[l]; auto& b = out.layers[l];
+        b.attn_norm = cn(a.attn_norm); b.attn_post_norm = cn(a.attn_post_norm);
+        b.wq = a.wq.template cast<U>(); b.wk = a.wk.template cast<U>(); b.wv = a.wv.template cast<U>(); b.wo = a.wo.template cast<U>();
+        b.bq = a.bq.template cast<U>(); b.bk = a.bk.template cast<U>(); b.bv = a.bv.template cast<U>(); b.bo = a.bo.template cast<U>();
+        b.q_norm = a.q_norm.template cast<U>(); b.k_norm = a.k_norm.template cast<U>();
+        b.sink_kv = a.sink_kv.template cast<U>();
+        b.w_attn_gate = a.w_attn_gate.template cast<U>(); b.b_attn_gate = a.b_attn_gate.template cast<U>();
+        b.ffn_norm = cn(a.ffn_norm); b.ffn_post_norm = cn(a.ffn_post_norm);
+        b.w_gate = a.w_gate.template cast<U>(); b.w_up = a.w_up.template cast<U>(); b.w_down = a.w_down.template cast<U>();
+        b.b_up = a.b_up.template cast<U>(); b.b_down = a.b_down.template cast<U>();
+    }
+    out.final_norm = cn(w.final_norm);
+    out.lm_head = w.lm_head.template cast<U>();
+    return out;
+}
+
+}  // namespace sinkscope::model
