@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Reference fixtures for the model agreement tests, made by Hugging Face transformers (the peer).
+
+Regenerate (needs the PyPI packages torch, transformers, gguf, safetensors, numpy):
+    python3 -m venv .venv && .venv/bin/pip install torch transformers gguf safetensors numpy
+    scripts/fetch_model.sh
+    .venv/bin/python scripts/make_model_fixtures.py
+
+Writes tests/fixtures/model/:
+  smollm2/   the default GGUF loaded by transformers (dequantised to float32, eager attention):
+             tokens.npy (int32), logits_cols.npy (T × K logits at every position for K fixed vocabulary
+             columns, the argmax of each position included), logits_cols_ids.npy, logsumexp.npy (per
+             position, over the whole vocabulary), logits_last.npy (all V logits of the last position),
+             resid_post_L{l}.npy for a few layers, pattern_L{l}.npy for a few layers (H × T × T),
+             meta.json (versions, text, layers).
+  stories260K/  the same for ../shared/models/stories260K.gguf (token ids, not text).
+  random_{llama,qwen2,qwen3,mistral,gpt2}/  small random-weight models saved by transformers as safetensors
+             (config.json + model.safetensors), with tokens, all logits, every layer's residual stream.
+Every array is float32 unless said otherwise.
+"""
+import json, os, pathlib, sys
+import numpy as np
+import torch
+import transformers
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "fixtures" / "model"
+SMOL = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+STORIES = ROOT.parent / "shared" / "models" / "stories260K.gguf"
+
+# The fixed text: ≥ 64 tokens with digits, punctuation, newlines and a delimiter-rich layout.
+TEXT = ("The quick brown fox jumps over the lazy dog. In 1969, Apollo 11 landed on the Moon; "
+        "Neil Armstrong said: \"That's one small step for man.\"\n\n"
+        "Attention sinks appear at the first token, and massive activations sit in a few channels "
+        "of the residual stream. Why does position zero matter so much?")
+
+torch.manual_seed(0)
+np.random.seed(0)
+
+
+def save(path, array):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, np.ascontiguousarray(array))
+
+
+def run(model, ids):
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), output_hidden_states=True, output_attentions=True)
+    logits = out.logits[0].float().numpy()
+    # hidden_states[0] = embeddings, hidden_states[l+1] = output of block l, except that transformers
+    # applies the final norm to the last entry: that one is not a residual stream, so it is not used.
+    hidden = [h[0].float().numpy() for h in out.hidden_states]
+    attn = [a[0].float().numpy() for a in out.attentions]
+    return logits, hidden, attn
+
+
+def gguf_fixture(name, gguf_path, ids, layers, pattern_layers, text=None):
+    model = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name,
+                                                 dtype=torch.float32, attn_implementation="eager")
+    model.eval()
+    logits, hidden, attn = run(model, ids)
+    d = OUT / name
+    T, V = logits.shape
+    rng = np.random.default_rng(1)
+    cols = np.unique(np.concatenate([logits.argmax(1), rng.choice(V, size=min(V, 1000), replace=False)]))
+    save(d / "tokens.npy", np.array(ids, dtype=np.int32))
+    save(d / "logits_cols_ids.npy", cols.astype(np.int32))
+    save(d / "logits_cols.npy", logits[:, cols].astype(np.float32))
+    m = logits.max(1, keepdims=True)
+    save(d / "logsumexp.npy", (m[:, 0] + np.log(np.exp(logits - m).sum(1))).astype(np.float32))
+    save(d / "logits_last.npy", logits[-1].astype(np.float32))
+    for l in layers:
+        save(d / f"resid_post_L{l}.npy", hidden[l + 1].astype(np.float32))
+    for l in pattern_layers:
+        save(d / f"pattern_L{l}.npy", attn[l].astype(np.float32))
+    meta = dict(source=gguf_path.name, text=text, n_tokens=len(ids), layers=layers, pattern_layers=pattern_layers,
+                torch=torch.__version__, transformers=transformers.__version__, dtype="float32", attn="eager")
+    (d / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"{name}: T={T} V={V}, wrote {d}")
+
+
+def random_fixture(kind):
+    common = dict(vocab_size=256, max_position_embeddings=128)
+    if kind == "gpt2":
+        cfg = transformers.GPT2Config(vocab_size=256, n_positions=128, n_embd=48, n_layer=3, n_head=4,
+                                      activation_function="gelu_new", resid_pdrop=0, embd_pdrop=0, attn_pdrop=0)
+    elif kind == "llama":
+        cfg = transformers.LlamaConfig(hidden_size=48, intermediate_size=112, num_hidden_layers=3, num_attention_heads=6,
+                                       num_key_value_heads=2, rms_norm_eps=1e-5, rope_theta=10000.0,
+                                       tie_word_embeddings=False, **common)
+    elif kind == "mistral":
+        cfg = transformers.MistralConfig(hidden_size=48, intermediate_size=112, num_hidden_layers=3, num_attention_heads=4,
+                                         num_key_value_heads=2, rms_norm_eps=1e-6, rope_theta=1e6, sliding_window=None,
+                                         tie_word_embeddings=False, **common)
+    elif kind == "qwen2":
+        cfg = transformers.Qwen2Config(hidden_size=48, intermediate_size=112, num_hidden_layers=3, num_attention_heads=6,
+                                       num_key_value_heads=3, rms_norm_eps=1e-6, rope_theta=1e6,
+                                       tie_word_embeddings=True, use_sliding_window=False, **common)
+    elif kind == "qwen3":
+        cfg = transformers.Qwen3Config(hidden_size=48, intermediate_size=112, num_hidden_layers=3, num_attention_heads=4,
+                                       num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, rope_theta=1e6,
+                                       tie_word_embeddings=True, use_sliding_window=False, **common)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed({"llama": 11, "mistral": 12, "qwen2": 13, "qwen3": 14, "gpt2": 15}[kind])
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    # Default init leaves norms at 1 and biases at 0: perturb every parameter so that each one matters.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.add_(0.2 * torch.randn_like(p))
+            else:
+                p.normal_(0.0, 1.0 / np.sqrt(p.shape[-1]) if "emb" not in name and "wte" not in name and "wpe" not in name else 1.0)
+    model.eval()
+    d = OUT / f"random_{kind}"
+    model.save_pretrained(d, safe_serialization=True)
+    ids = np.random.default_rng(2).integers(0, 256, size=40).tolist()
+    logits, hidden, attn = run(model, ids)
+    save(d / "tokens.npy", np.array(ids, dtype=np.int32))
+    save(d / "logits.npy", logits.astype(np.float32))
+    for l in range(cfg.num_hidden_layers):
+        if l + 1 < len(hidden) - 1:
+            save(d / f"resid_post_L{l}.npy", hidden[l + 1].astype(np.float32))
+    save(d / "pattern_L0.npy", attn[0].astype(np.float32))
+    (d / "generation_config.json").unlink(missing_ok=True)
+    print(f"random_{kind}: wrote {d}")
+
+
+def main():
+    if not SMOL.exists():
+        sys.exit(f"{SMOL} missing: run scripts/fetch_model.sh first")
+    tok = AutoTokenizer.from_pretrained(str(SMOL.parent), gguf_file=SMOL.name)
+    ids = tok(TEXT, add_special_tokens=False)["input_ids"]
+    assert len(ids) >= 64, len(ids)
+    gguf_fixture("smollm2", SMOL, ids, layers=[0, 1, 2, 5, 15, 28], pattern_layers=[0, 1, 15, 29], text=TEXT)
+    story_ids = [1] + np.random.default_rng(3).integers(3, 512, size=71).tolist()
+    gguf_fixture("stories260K", STORIES, story_ids, layers=[0, 1, 2, 3], pattern_layers=[0, 4])
+    for kind in ["llama", "mistral", "qwen2", "qwen3", "gpt2"]:
+        random_fixture(kind)
+
+
+if __name__ == "__main__":
+    main()
