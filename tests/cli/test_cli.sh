@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# End-to-end checks of the sinkscope CLI on the shared stories260K checkpoint: each subcommand runs,
+# writes what it promises, and bad input fails with exit 2 and a message naming the problem.
+# Usage: test_cli.sh SINKSCOPE_BINARY SHARED_DIR
+set -u
+bin=$1; model=$2/models/stories260K.gguf
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+fails=0; passes=0
+check() {  # check NAME CONDITION...
+    local name=$1; shift
+    if "$@"; then passes=$((passes + 1)); else echo "FAILED: $name"; fails=$((fails + 1)); fi
+}
+"$bin" --help > "$work/help" 2>&1
+check "--help names the subcommands" grep -q "capture" "$work/help"
+"$bin" info "$model" > "$work/info" 2>&1
+check "info prints the config" grep -q "L=5 d=64 H=8 kvH=4" "$work/info"
+check "info prints tensor types" grep -q "F32" "$work/info"
+"$bin" capture "$model" --tokens 1,50,60,70,80 --hooks blocks.0.hook_resid_post,blocks.4.attn.hook_pattern,logits --out "$work/cap" > "$work/cap.log" 2>&1
+check "capture exits 0" test $? -eq 0
+check "capture writes resid_post" test -s "$work/cap/blocks.0.hook_resid_post.npy"
+check "capture writes pattern" test -s "$work/cap/blocks.4.attn.hook_pattern.npy"
+check "capture writes meta.json with the tokens" grep -q '"tokens"' "$work/cap/meta.json"
+# A (5 × 64) float32 array: 128-byte header + 1280 bytes.
+check "resid_post has 5x64 float32 values" test "$(stat -c %s "$work/cap/blocks.0.hook_resid_post.npy")" -eq $((128 + 5 * 64 * 4))
+check "npy header says float32 and shape (5, 64)" grep -qa "'descr': '<f4'.*'shape': (5, 64)" "$work/cap/blocks.0.hook_resid_post.npy"
+"$bin" capture "$model" --tokens 1,512 --hooks logits --out "$work/bad" > "$work/bad.log" 2>&1
+check "out-of-range token exits 2" test $? -eq 2
+check "out-of-range token is named" grep -q "token id 512 at position 1" "$work/bad.log"
+"$bin" capture "$model" --tokens 1,2 --hooks blocks.9.hook_resid_post --out "$work/bad2" > "$work/bad2.log" 2>&1
+check "unknown hook exits 2" test $? -eq 2
+printf 'GGUF\x01\x00\x00\x00' > "$work/v1.gguf"
+"$bin" info "$work/v1.gguf" > "$work/v1.log" 2>&1
+check "GGUF v1 exits 2" test $? -eq 2
+check "GGUF v1 error names the file" grep -q "v1.gguf" "$work/v1.log"
+"$bin" info "$work/missing.gguf" > "$work/missing.log" 2>&1
+check "missing file exits 2" test $? -eq 2
+"$bin" capture "$model" --list-hooks > "$work/hooks" 2>&1
+check "list-hooks lists 5 layers of hooks" test "$(grep -c hook_resid_post "$work/hooks")" -eq 5
+echo "cli: $passes passed, $fails failed"
+test $fails -eq 0
