@@ -139,29 +139,32 @@ inline nlohmann::json gguf_read_value(GgufCursor& c, GgufValueType type, const s
         case GgufValueType::BOOL: {
             const std::uint64_t at = c.pos();
             const auto b = c.read<std::uint8_t>(what);
-            require(b <= 1, what + ": bool byte is " + std::to_string(b) + ", not 0 or 1", {c.file().path(), "", at});
+            if (b > 1) throw Error(what + ": bool byte is " + std::to_string(b) + ", not 0 or 1", {c.file().path(), "", at});
             return b == 1;
         }
         case GgufValueType::STRING: return c.read_string(what, GgufLimits::max_string_length);
         case GgufValueType::ARRAY: {
+            // (Messages are built only on failure: this runs once per array, also for arrays of arrays.)
             const std::uint64_t at = c.pos();
-            require(depth < GgufLimits::max_array_depth, what + ": arrays nested deeper than " +
-                        std::to_string(GgufLimits::max_array_depth), {c.file().path(), "", at});
-            const auto elem_raw = c.read<std::uint32_t>(what + " (array element type)");
-            require(gguf_valid_value_type(elem_raw), what + ": unknown array element type " + std::to_string(elem_raw),
-                    {c.file().path(), "", at});
+            if (depth >= GgufLimits::max_array_depth)
+                throw Error(what + ": arrays nested deeper than " + std::to_string(GgufLimits::max_array_depth),
+                            {c.file().path(), "", at});
+            const auto elem_raw = c.read<std::uint32_t>(what);
+            if (!gguf_valid_value_type(elem_raw))
+                throw Error(what + ": unknown array element type " + std::to_string(elem_raw), {c.file().path(), "", at});
             const auto elem = static_cast<GgufValueType>(elem_raw);
             const std::uint64_t count_at = c.pos();
-            const auto count = c.read<std::uint64_t>(what + " (array length)");
+            const auto count = c.read<std::uint64_t>(what);
+            if (count > GgufLimits::max_array_count)
+                throw Error(what + ": array of " + std::to_string(count) + " elements exceeds the limit of " +
+                                std::to_string(GgufLimits::max_array_count),
+                            {c.file().path(), "", count_at});
             // Each element takes at least gguf_min_value_bytes: a count the rest of the file cannot hold is
             // refused before anything is allocated.
-            require(count <= GgufLimits::max_array_count, what + ": array of " + std::to_string(count) +
-                        " elements exceeds the limit of " + std::to_string(GgufLimits::max_array_count),
-                    {c.file().path(), "", count_at});
-            require(count <= c.remaining() / gguf_min_value_bytes(elem),
-                    what + ": array of " + std::to_string(count) + " elements does not fit in the " +
-                        std::to_string(c.remaining()) + " bytes left",
-                    {c.file().path(), "", count_at});
+            if (count > c.remaining() / gguf_min_value_bytes(elem))
+                throw Error(what + ": array of " + std::to_string(count) + " elements does not fit in the " +
+                                std::to_string(c.remaining()) + " bytes left",
+                            {c.file().path(), "", count_at});
             nlohmann::json arr = nlohmann::json::array();
             auto& v = arr.get_ref<nlohmann::json::array_t&>();
             v.reserve(static_cast<std::size_t>(count));
