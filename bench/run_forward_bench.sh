@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# SmolLM2-135M forward over 512 tokens with every layer's residual stream captured: sinkscope against
+# Hugging Face transformers (CPU, eager, output_hidden_states=True), in the same run, same threads.
+# Prints both JSON lines and the ratios. Usage: bench/run_forward_bench.sh [tokens=512] [repeats=5]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tokens=${1:-512}; repeats=${2:-5}
+scripts/fetch_model.sh
+py=$(scripts/pyenv.sh)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j"$(nproc)" --target bench_forward >/dev/null
+model=models/SmolLM2-135M-Instruct.Q4_1.gguf
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+ours=$(build/bench/bench_forward "$model" data/sample.txt "$tokens" "$repeats")
+echo "$ours"
+peer=$("$py" bench/bench_forward_hf.py "$model" data/sample.txt "$tokens" "$repeats" 2>/dev/null)
+echo "$peer"
+"$py" - "$ours" "$peer" <<'PY'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print(f"tokens/s ratio sinkscope/transformers: {a['tokens_per_s'] / b['tokens_per_s']:.2f}x "
+      f"({a['tokens_per_s']:.0f} vs {b['tokens_per_s']:.0f})")
+print(f"peak RSS ratio: {a['peak_rss_mb'] / b['peak_rss_mb']:.2f} ({a['peak_rss_mb']:.0f} MB vs {b['peak_rss_mb']:.0f} MB)")
+print(f"load: {a['load_s']:.2f} s vs {b['load_s']:.2f} s")
+PY

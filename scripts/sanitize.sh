@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The test suite under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, -O1, no -march=native
+# so that the checked code is the portable one). Slow tests are excluded; everything else runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/fetch_model.sh
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  -DSINKSCOPE_SANITIZE=ON -DSINKSCOPE_NATIVE=OFF -DSINKSCOPE_BUILD_BENCH=OFF -DSINKSCOPE_BUILD_EXPERIMENTS=OFF >/dev/null
+cmake --build build-asan -j"$(nproc)" --target sinkscope_tests sinkscope_cli
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+ctest --test-dir build-asan --output-on-failure -j1 -E consumer_find_package
