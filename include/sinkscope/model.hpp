@@ -1,0 +1,10 @@
+// The sinkscope transformer: config, weights, forward pass with hooks, interventions, reducers, loaders.
+#pragma once
+#include "sinkscope/model/config.hpp"
+#include "sinkscope/model/forward.hpp"
+#include "sinkscope/model/hooks.hpp"
+#include "sinkscope/model/interventions.hpp"
+#include "sinkscope/model/layers.hpp"
+#include "sinkscope/model/load.hpp"
+#include "sinkscope/model/reducers.hpp"
+#include "sinkscope/model/weights.hpp"
