@@ -54,6 +54,11 @@ TEST_CASE("read_npy refuses Fortran order, big-endian and other dtypes, naming t
         }
     }
     CHECK_THROWS_WITH(read_npy<float>(npy("u16_3.npy")), Catch::Contains("<u2"));
+    // Conversions an integer T cannot represent are Errors, not undefined casts.
+    CHECK_THROWS_AS(read_npy<int>(npy("f64_5.npy")), Error);             // 1e300
+    CHECK_THROWS_AS(read_npy<std::uint8_t>(npy("i32_3x2.npy")), Error);  // -2
+    CHECK(read_npy<std::int8_t>(npy("i32_3x2.npy")).data == std::vector<std::int8_t>{-2, -1, 0, 1, 2, 3});
+    CHECK(read_npy<long>(npy("f32_2x3x4.npy")).data[1] == -2);  // -2.75 truncates, like static_cast
     CHECK_THROWS_WITH(read_npy<float>(npy("f32_fortran.npy")), Catch::Contains("Fortran"));
 }
 

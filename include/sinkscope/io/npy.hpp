@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -127,6 +129,29 @@ private:
     std::size_t i_ = 0;
 };
 
+/// static_cast<T>(v), except that a value T cannot represent (NaN or out of range when T is an integer type,
+/// where the cast would be undefined or implementation-defined) is an Error naming the file and offset.
+template <class T, class S>
+T npy_convert(S v, const std::string& file, std::uint64_t at) {
+    if constexpr (std::is_integral_v<T> && std::is_floating_point_v<S>) {
+        // [lo, hi) with hi = 2^digits exactly representable in S; NaN fails both comparisons.
+        const S lo = static_cast<S>(std::numeric_limits<T>::min());
+        const S hi = std::ldexp(S(1), std::numeric_limits<T>::digits);
+        if (!(v >= lo && v < hi)) throw Error("value " + std::to_string(v) + " does not fit the requested integer type", {file, "", at});
+    } else if constexpr (std::is_integral_v<T> && std::is_integral_v<S>) {
+        bool fits;
+        if constexpr (std::is_signed_v<S> == std::is_signed_v<T>)
+            fits = v >= std::numeric_limits<T>::min() && v <= std::numeric_limits<T>::max();
+        else if constexpr (std::is_signed_v<S>)  // signed -> unsigned
+            fits = v >= 0 && static_cast<std::make_unsigned_t<S>>(v) <= std::numeric_limits<T>::max();
+        else  // unsigned -> signed
+            fits = v <= static_cast<std::make_unsigned_t<T>>(std::numeric_limits<T>::max());
+        if (!fits) throw Error("value " + std::to_string(v) + " does not fit the requested integer type", {file, "", at});
+    }
+    // floating -> floating: IEEE conversion (a double beyond float's range becomes ±inf, as numpy's astype).
+    return static_cast<T>(v);
+}
+
 inline std::string npy_shape_literal(const std::vector<std::size_t>& shape) {
     std::string s = "(";
     for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -186,7 +211,8 @@ inline void write_npy(const std::string& path, const std::vector<float>& data, c
 }
 
 /// Reads a C-order little-endian float32/float64/int32/int64 .npy file, converting each value to T
-/// (any arithmetic type, by static_cast). Errors name the file.
+/// (any arithmetic type, by static_cast; a value an integer T cannot hold — NaN, out of range — is an Error
+/// naming the file and the value's byte offset, since that cast would be undefined). Errors name the file.
 template <class T>
 NpyArray<T> read_npy(const std::string& path) {
     static_assert(std::is_arithmetic_v<T>, "read_npy<T>: T must be arithmetic");
@@ -231,11 +257,12 @@ NpyArray<T> read_npy(const std::string& path) {
     out.data.resize(static_cast<std::size_t>(numel));
     for (std::size_t i = 0; i < out.data.size(); ++i) {
         const std::uint8_t* q = p + i * item;
+        const std::uint64_t at = data_at + i * item;
         switch (kind) {
-            case Kind::F32: out.data[i] = static_cast<T>(detail::load_le<float>(q)); break;
-            case Kind::F64: out.data[i] = static_cast<T>(detail::load_le<double>(q)); break;
-            case Kind::I32: out.data[i] = static_cast<T>(detail::load_le<std::int32_t>(q)); break;
-            case Kind::I64: out.data[i] = static_cast<T>(detail::load_le<std::int64_t>(q)); break;
+            case Kind::F32: out.data[i] = detail::npy_convert<T>(detail::load_le<float>(q), path, at); break;
+            case Kind::F64: out.data[i] = detail::npy_convert<T>(detail::load_le<double>(q), path, at); break;
+            case Kind::I32: out.data[i] = detail::npy_convert<T>(detail::load_le<std::int32_t>(q), path, at); break;
+            case Kind::I64: out.data[i] = detail::npy_convert<T>(detail::load_le<std::int64_t>(q), path, at); break;
         }
     }
     return out;
