@@ -1,7 +1,7 @@
 // Byte-level alphabet (GPT-2's bytes_to_unicode, exact by definition) and UTF-8 validation (PCRE2's own
 // UTF-8 check as the peer).
 #include <catch2/catch.hpp>
-#include <rapidcheck/catch.h>
+#include <rapidcheck.h>
 
 #include <set>
 
@@ -10,6 +10,7 @@
 #include "tokenizer/tokenizer_fixtures.hpp"
 
 namespace bl = sinkscope::tokenizer;
+namespace tok = sinkscope::test::tok;
 
 TEST_CASE("GPT-2 byte alphabet", "[tokenizer]") {
     std::set<char32_t> seen;
@@ -48,7 +49,7 @@ TEST_CASE("byte alphabet agrees with SmolLM2's vocabulary", "[tokenizer][referen
 }
 
 TEST_CASE("byte-level spelling round-trips any bytes", "[tokenizer][property]") {
-    rc::prop("decode(encode(bytes)) == bytes", [](const std::string& bytes) {
+    tok::property("decode(encode(bytes)) == bytes", [](const std::string& bytes) {
         const auto spelled = bl::byte_level_encode(bytes);
         RC_ASSERT(bl::is_valid_utf8(spelled));
         RC_ASSERT(bl::byte_level_decode(spelled) == std::optional<std::string>(bytes));
@@ -82,7 +83,7 @@ TEST_CASE("UTF-8 validation agrees with PCRE2's", "[tokenizer][property]") {
         return std::nullopt;
     };
     // Random bytes biased toward UTF-8 structure: lead bytes, continuation bytes and ASCII.
-    rc::prop("same first invalid offset", [&] {
+    tok::property("same first invalid offset", [&] {
         const auto bytes = *rc::gen::container<std::vector<int>>(rc::gen::oneOf(
             rc::gen::inRange<int>(0, 0x80), rc::gen::inRange<int>(0x80, 0xC0), rc::gen::inRange<int>(0xC0, 0x100),
             rc::gen::element<int>(0xE0, 0xED, 0xF0, 0xF4, 0x9F, 0xA0, 0x8F, 0x90)));

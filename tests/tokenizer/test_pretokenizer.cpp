@@ -1,7 +1,7 @@
 // PreTokenizer against Hugging Face: the pre-tokens HF `tokenizers` produces for each reference text under
 // each pre-tokenizer type (scripts/make_tokenizer_fixtures.py), compared after byte-level spelling.
 #include <catch2/catch.hpp>
-#include <rapidcheck/catch.h>
+#include <rapidcheck.h>
 
 #include <sinkscope/tokenizer.hpp>
 
@@ -115,7 +115,7 @@ TEST_CASE("pieces concatenate to the text and split only at character boundaries
                                                "中", "😀", "\u00a0", "\u3000", "!", "<|", "ſ", "K"};
     for (const std::string kind : {"smollm", "gpt2", "llama-bpe", "qwen2"}) {
         const auto pre = PreTokenizer::named(kind);
-        rc::prop(kind, [&] {
+        tok::property(kind, [&] {
             const auto picks = *rc::gen::container<std::vector<std::size_t>>(
                 rc::gen::inRange<std::size_t>(0, alphabet.size()));
             std::string text;

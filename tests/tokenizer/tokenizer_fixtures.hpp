@@ -2,12 +2,15 @@
 // and tokenizers built from them once per test run.
 #pragma once
 
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <rapidcheck.h>
 #include <sinkscope/tokenizer.hpp>
 
 #include "test_paths.hpp"
@@ -63,6 +66,28 @@ inline nlohmann::json smollm2_gguf_metadata(const std::string& pre = "") {
     m["tokenizer.ggml.token_type"] = types;
     if (!pre.empty()) m["tokenizer.ggml.pre"] = pre;
     return m;
+}
+
+/// Runs `cases` successful rapidcheck cases from a fixed seed (RC_PARAMS ignored: every run checks the
+/// same cases) and reports failure, with the shrunk counter-example, through Catch.
+template <class Testable>
+void property(const std::string& description, Testable&& testable, int cases = 1000,
+              std::uint64_t seed = 20250101) {
+    rc::detail::TestParams params;
+    params.seed = seed;
+    params.maxSuccess = cases;
+    params.maxSize = 100;
+    params.maxDiscardRatio = 10;
+    rc::detail::TestMetadata metadata;
+    metadata.id = description;
+    metadata.description = description;
+    const auto result = rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)),
+                                                  metadata, params);
+    std::ostringstream os;
+    rc::detail::printResultMessage(result, os);
+    INFO(description << ": " << os.str());
+    REQUIRE(result.template is<rc::detail::SuccessResult>());
+    CHECK(result.template get<rc::detail::SuccessResult>().numSuccess == cases);
 }
 
 }  // namespace sinkscope::test::tok
