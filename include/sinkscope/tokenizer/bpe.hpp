@@ -21,6 +21,9 @@
 //     loader does, when all their characters are in the byte alphabet), pre (llama.cpp name, see
 //     PreTokenizer::named; missing -> "gpt2", as transformers), bos/eos_token_id, add_bos_token.
 //     A token with characters outside the alphabet stands for its UTF-8 bytes (transformers re-spells it).
+//     pre "smollm" is Digits-then-GPT-2 as in SmolLM2's tokenizer.json on the Hub and in llama.cpp;
+//     transformers' GGUF loader (5.x) has no "smollm" entry and drops the Digits step, so it differs
+//     from both on text like "abc  12" (a run of spaces before a digit).
 //   from_hf_json: a tokenizer.json with a BPE model and a ByteLevel pre-tokenizer (alone, after Digits, or
 //     after Split regexes) and ByteLevel decoder; bos/eos from tokenizer_config.json in the same folder.
 // Anything else (byte_fallback, dropout, lstrip/rstrip added tokens, add_prefix_space ...) is refused
