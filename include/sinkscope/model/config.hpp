@@ -23,8 +23,11 @@ enum class NormPlacement { pre, post, sandwich };
 enum class FfnKind { swiglu, gelu, linear, none };
 // softmax:            p = softmax(s)
 // softmax_off_by_one: p_j = e^{s_j} / (1 + Σ_k e^{s_k})      (= a zero-key, zero-value sink)
-// sink_token:         a learnable key/value pair prepended to every head's keys
-// kv_bias:            learnable key and value bias vectors appended as an extra slot
+// sink_token:         a learnable embedding (Weights::sink_embed) prepended as an extra position 0 of
+//                     the residual stream (StreamingLLM's pre-trained "sink token"); it runs through
+//                     every layer, hooks show it as position 0, and the logits omit it
+// kv_bias:            learnable key and value bias vectors per layer (LayerWeights::sink_kv), an extra
+//                     softmax slot that never enters the residual stream
 enum class AttentionKind { softmax, softmax_off_by_one, sink_token, kv_bias };
 // Sigmoid gate on the attention output before o_proj (Qiu et al.): per head or per channel,
 // conditional on the input (σ(x W_g)) or unconditional (σ(b)).
@@ -97,6 +100,10 @@ struct Config {
     AttentionKind attention = AttentionKind::softmax;
     GateKind gate = GateKind::none;
     std::int64_t sliding_window = 0;      // 0: full causal; w > 0: query t sees keys (t-w, t]
+    // Paper A v2 "force-sink" channel masking: channels [0, k) of the residual stream are reserved for
+    // position 0. Before every block's pre-norm (ln1, ln2; not ln_final) the norm input of positions
+    // t ≥ 1 has those channels set to zero, so only position 0 can write a direction there. 0: off.
+    std::int64_t force_sink_channels = 0;
 
     PositionKind positions = PositionKind::rope;
     RopeLayout rope_layout = RopeLayout::half_split;
@@ -130,6 +137,13 @@ struct Config {
             bad("sliding_window (" + std::to_string(sliding_window) + ") is larger than the context (" + std::to_string(context_length) + ")");
         if (norm_bias && norm != NormKind::layernorm && norm != NormKind::dynamic_tanh) bad("norm_bias needs LayerNorm or DynamicTanh");
         if (!(rope_base > 0)) bad("rope_base must be > 0");
+        if (force_sink_channels < 0 || force_sink_channels > d_model)
+            bad("force_sink_channels (" + std::to_string(force_sink_channels) + ") must lie in [0, d_model = " +
+                std::to_string(d_model) + "]");
+        if (force_sink_channels > 0 && norm_placement == NormPlacement::post)
+            bad("force_sink_channels needs a pre-norm (pre or sandwich placement); post-norm has none");
+        if (attention == AttentionKind::sink_token && context_length < 2)
+            bad("a sink token takes one position of the context; context_length must be >= 2");
     }
 
     std::string describe() const {
@@ -142,6 +156,7 @@ struct Config {
            << " pos=" << to_string(positions);
         if (positions == PositionKind::rope) os << "(" << to_string(rope_layout) << ", base " << rope_base << ")";
         if (sliding_window) os << " window=" << sliding_window;
+        if (force_sink_channels) os << " force_sink=" << force_sink_channels;
         os << (tied_embeddings ? " tied" : " untied");
         return os.str();
     }

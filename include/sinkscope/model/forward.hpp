@@ -157,6 +157,16 @@ void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
     }
 }
 
+// Force-sink (Config::force_sink_channels = k, Paper A v2): the input of a pre-norm with channels
+// [0, k) zeroed at every position t ≥ 1, written to `buffer`; x itself when k = 0.
+template <class T>
+const Mat<T>& force_sink_input(const Mat<T>& x, const Config& c, Mat<T>& buffer) {
+    if (c.force_sink_channels <= 0 || x.rows() < 2) return x;
+    buffer = x;
+    buffer.bottomRows(x.rows() - 1).leftCols(c.force_sink_channels).setZero();
+    return buffer;
+}
+
 // One transformer block, in place on the residual stream x (T × d).
 template <class T>
 void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::int64_t layer, const HookCaller<T>& hook) {
@@ -166,7 +176,7 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
     const bool sandwich = c.norm_placement == NormPlacement::sandwich;
     hook(p + "hook_resid_pre", x.data(), {n, d});
 
-    Mat<T> xn, out;
+    Mat<T> xn, out, masked;
     if (post) {
         attention_block_forward(out, x, w, c, p, hook);
         hook(p + "hook_attn_out", out.data(), {n, d});
@@ -175,7 +185,7 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
         x = xn;
         hook(p + "ln1.hook_normalized", x.data(), {n, d});
     } else {
-        norm_forward(xn, x, w.attn_norm, c.norm, c.norm_eps);
+        norm_forward(xn, force_sink_input(x, c, masked), w.attn_norm, c.norm, c.norm_eps);
         hook(p + "ln1.hook_normalized", xn.data(), {n, d});
         attention_block_forward(out, xn, w, c, p, hook);
         if (sandwich) { Mat<T> tmp; norm_forward(tmp, out, w.attn_post_norm, c.norm, c.norm_eps); out.swap(tmp); }
@@ -193,7 +203,7 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
             x = xn;
             hook(p + "ln2.hook_normalized", x.data(), {n, d});
         } else {
-            norm_forward(xn, x, w.ffn_norm, c.norm, c.norm_eps);
+            norm_forward(xn, force_sink_input(x, c, masked), w.ffn_norm, c.norm, c.norm_eps);
             hook(p + "ln2.hook_normalized", xn.data(), {n, d});
             ffn_block_forward(out, xn, w, c, p, hook);
             if (sandwich) { Mat<T> tmp; norm_forward(tmp, out, w.ffn_post_norm, c.norm, c.norm_eps); out.swap(tmp); }
@@ -208,17 +218,26 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
 
 // Runs the model over `tokens` (BOS, if wanted, must already be there) and returns the logits
 // (T × vocab), or an empty matrix when options say so. Hooks see every named activation.
+// With AttentionKind::sink_token the learnable sink embedding is prepended as position 0: the residual
+// stream and every hook have T + 1 positions (the sink first), the logits only the T real tokens.
 template <class T>
 Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int32_t>& tokens,
                const HookSet<T>* hooks = nullptr, ForwardOptions options = {}) {
-    require(c.attention != AttentionKind::sink_token,
-            "forward: attention kind 'sink_token' is not supported by this forward pass yet");
     detail::check_tokens(c, tokens);
+    const std::int64_t sink = c.attention == AttentionKind::sink_token ? 1 : 0;
+    if (sink) {
+        require(std::int64_t(tokens.size()) + 1 <= c.context_length,
+                "forward: " + std::to_string(tokens.size()) + " tokens plus the sink token exceed the context length " +
+                    std::to_string(c.context_length));
+        require(w.sink_embed.size() == c.d_model, "forward: sink_token attention needs a sink_embed of d_model entries",
+                {"", "sink_embed", {}});
+    }
     const detail::HookCaller<T> hook{hooks};
-    const std::int64_t n = std::int64_t(tokens.size()), d = c.d_model;
+    const std::int64_t n = std::int64_t(tokens.size()) + sink, d = c.d_model;
 
-    Mat<T> x(n, d);  // (T, d) residual stream
-    for (std::int64_t t = 0; t < n; ++t) x.row(t) = w.tok_embed.row(tokens[t]);
+    Mat<T> x(n, d);  // (T, d) residual stream (T + 1 rows with a sink token, the sink first)
+    if (sink) x.row(0) = w.sink_embed.transpose();
+    for (std::int64_t t = sink; t < n; ++t) x.row(t) = w.tok_embed.row(tokens[t - sink]);
     hook("hook_embed", x.data(), {n, d});
     if (c.positions == PositionKind::learned) {
         Mat<T> pe = w.pos_embed.topRows(n);
@@ -237,8 +256,9 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
     }
     Mat<T> logits;
     static const Vec<T> no_bias;
-    linear_forward(logits, x, w.output_head(), no_bias);  // (T, vocab)
-    hook("logits", logits.data(), {n, c.vocab_size});
+    if (sink) { const Mat<T> real = x.bottomRows(n - 1); linear_forward(logits, real, w.output_head(), no_bias); }
+    else linear_forward(logits, x, w.output_head(), no_bias);  // (T, vocab)
+    hook("logits", logits.data(), {n - sink, c.vocab_size});
     return logits;
 }
 

@@ -47,6 +47,7 @@ template <class T>
 struct Weights {
     Mat<T> tok_embed;                // (vocab × d)
     Mat<T> pos_embed;                // (context × d) learned positions; empty otherwise
+    Vec<T> sink_embed;               // (d) learnable sink token (AttentionKind::sink_token); empty otherwise
     std::vector<LayerWeights<T>> layers;
     NormWeights<T> final_norm;
     Mat<T> lm_head;                  // (vocab × d); empty when tied to tok_embed
@@ -69,6 +70,7 @@ void visit_parameters(Weights<T>& w, F&& f) {
     auto visit = [&](const std::string& name, auto& t) { if (t.size()) f(name, t); };
     visit("tok_embed", w.tok_embed);
     visit("pos_embed", w.pos_embed);
+    visit("sink_embed", w.sink_embed);
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
         auto& L = w.layers[l];
         const std::string p = "blocks." + std::to_string(l) + ".";
@@ -110,6 +112,7 @@ Weights<U> cast_weights(const Weights<T>& w) {
     };
     out.tok_embed = w.tok_embed.template cast<U>();
     out.pos_embed = w.pos_embed.template cast<U>();
+    out.sink_embed = w.sink_embed.template cast<U>();
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
         const auto& a = w.layers[l]; auto& b = out.layers[l];
         b.attn_norm = cn(a.attn_norm); b.attn_post_norm = cn(a.attn_post_norm);
