@@ -1,0 +1,324 @@
+// The backward pass of the whole sinkscope transformer, block by block, from a recorded Tape.
+//
+// Gradients live in a model::Weights<T> of the same shapes as the parameters (`zeros_like`), so
+// `visit_parameters` walks parameters and gradients in the same order and under the same names.
+// Every function accumulates (+=) into the gradients; the caller zeroes them once per step.
+//
+//   pre-norm:  h = x + Attn(N₁(m(x)));         x' = h + FFN(N₂(m(h)))     m: force-sink mask (or identity)
+//   sandwich:  h = x + N₁ᵖ(Attn(N₁(m(x))));    x' = h + N₂ᵖ(FFN(N₂(m(h))))
+//   post-norm: h = N₁(x + Attn(x));            x' = N₂(h + FFN(h))
+#pragma once
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "sinkscope/core/error.hpp"
+#include "sinkscope/model/config.hpp"
+#include "sinkscope/model/layers.hpp"
+#include "sinkscope/model/weights.hpp"
+#include "sinkscope/train/backward.hpp"
+#include "sinkscope/train/tape.hpp"
+
+namespace sinkscope::train {
+
+// Gradients shaped like `w`, all zero (empty where w is empty).
+template <class T>
+model::Weights<T> zeros_like(const model::Weights<T>& w) {
+    model::Weights<T> g = w;
+    model::visit_parameters(g, [](const std::string&, auto& t) { t.setZero(); });
+    return g;
+}
+template <class T>
+void set_zero(model::Weights<T>& g) {
+    model::visit_parameters(g, [](const std::string&, auto& t) { t.setZero(); });
+}
+
+// Pointers to every used tensor of `w` in visit_parameters order (zip several Weights with these).
+template <class T>
+struct TensorRef {
+    std::string name;
+    T* data = nullptr;
+    std::int64_t size = 0;
+    std::vector<std::int64_t> shape;  // (rows, cols) for matrices, (n) for vectors
+    bool is_matrix = false;
+};
+template <class T>
+std::vector<TensorRef<T>> tensor_refs(model::Weights<T>& w) {
+    std::vector<TensorRef<T>> out;
+    model::visit_parameters(w, [&](const std::string& name, auto& t) {
+        using X = std::decay_t<decltype(t)>;
+        TensorRef<T> r{name, t.data(), std::int64_t(t.size()), {}, X::ColsAtCompileTime != 1};
+        if (r.is_matrix) r.shape = {std::int64_t(t.rows()), std::int64_t(t.cols())};
+        else r.shape = {std::int64_t(t.size())};
+        out.push_back(std::move(r));
+    });
+    return out;
+}
+
+// acc += g, tensor by tensor (same structure).
+template <class T>
+void add_gradients(model::Weights<T>& acc, model::Weights<T>& g) {
+    auto a = tensor_refs(acc), b = tensor_refs(g);
+    require(a.size() == b.size(), "add_gradients: the two gradient sets differ in structure");
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        require(a[i].size == b[i].size, "add_gradients: tensor " + a[i].name + " differs in size");
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(a[i].data, a[i].size) +=
+            Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(b[i].data, b[i].size);
+    }
+}
+
+namespace detail {
+
+// The attention block's input: N₁(m(x)) (pre, sandwich) or x (post).
+template <class T>
+const Mat<T>& attention_input(const LayerTape<T>& tp, const model::Config& c) {
+    return c.norm_placement == model::NormPlacement::post ? tp.resid_pre : tp.xn1;
+}
+template <class T>
+const Mat<T>& ffn_input(const LayerTape<T>& tp, const model::Config& c) {
+    return c.norm_placement == model::NormPlacement::post ? tp.resid_mid : tp.xn2;
+}
+
+// forward (model::detail::attention_block_forward):
+//   q = inp W_Qᵀ + b_Q, k = …, v = …;  [QK-norm];  [RoPE];  P_h = softmax(q_h k_gᵀ/√d_h + mask [+ slot]);
+//   z_h = P_h v_g [+ p_slot v_bias];  [z ⊙= σ(gate)];  out = z W_Oᵀ + b_O
+// dinp (n × d) += ∂L/∂inp; dw accumulates the block's attention parameters.
+template <class T>
+void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& dout, const LayerTape<T>& tp,
+                              const Mat<T>& inp, const model::LayerWeights<T>& w, const model::Config& c) {
+    using model::AttentionKind;
+    using model::GateKind;
+    const std::int64_t n = inp.rows(), H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
+    const bool kv_bias = c.attention == AttentionKind::kv_bias;
+    const bool has_slot = kv_bias || c.attention == AttentionKind::softmax_off_by_one;
+    const T scale = T(1) / std::sqrt(T(dh));
+
+    // out = z W_Oᵀ + b_O
+    Mat<T> dz = Mat<T>::Zero(n, H * dh);  // (n, H·d_h)
+    linear_backward(&dz, dw.wo, &dw.bo, dout, tp.z, w.wo);
+
+    if (c.gate != GateKind::none) {
+        // z ⊙= σ(s):  s = inp W_gᵀ + b_g (conditional) or b_g (static); per head or per channel.
+        const bool per_head = c.gate == GateKind::per_head || c.gate == GateKind::static_per_head;
+        const bool conditional = c.gate == GateKind::per_head || c.gate == GateKind::per_channel;
+        Mat<T> zu(n, H * dh);  // the ungated z, recomputed: P_h v_g (+ p_slot v_bias)
+        for (std::int64_t h = 0; h < H; ++h) {
+            const std::int64_t g = h / group;
+            zu.middleCols(h * dh, dh).noalias() = tp.pattern.middleRows(h * n, n) * tp.v.middleCols(g * dh, dh);
+            if (kv_bias) {
+                const auto ps = (T(1) - tp.pattern.middleRows(h * n, n).rowwise().sum().array()).matrix();
+                zu.middleCols(h * dh, dh).noalias() += ps * w.sink_kv.row(1).segment(g * dh, dh);
+            }
+        }
+        const Mat<T>& gt = tp.gate;  // (n, H) or (n, H·d_h)
+        Mat<T> dgate(n, gt.cols());
+        if (per_head) {
+            for (std::int64_t h = 0; h < H; ++h) {
+                dgate.col(h) = dz.middleCols(h * dh, dh).cwiseProduct(zu.middleCols(h * dh, dh)).rowwise().sum();
+                dz.middleCols(h * dh, dh).array().colwise() *= gt.col(h).array();
+            }
+        } else {
+            dgate = dz.cwiseProduct(zu);
+            dz.array() *= gt.array();
+        }
+        const Mat<T> dpre = (dgate.array() * gt.array() * (T(1) - gt.array())).matrix();  // σ' = σ(1 − σ)
+        if (conditional) linear_backward(&dinp, dw.w_attn_gate, &dw.b_attn_gate, dpre, inp, w.w_attn_gate);
+        else dw.b_attn_gate += dpre.colwise().sum().transpose();
+    }
+
+    Mat<T> dq = Mat<T>::Zero(n, H * dh), dk = Mat<T>::Zero(n, G * dh), dv = Mat<T>::Zero(n, G * dh);
+#pragma omp parallel for schedule(static) if (G > 1)
+    for (std::int64_t g = 0; g < G; ++g) {
+        Mat<T> dP(n, n), dS(n, n);
+        Vec<T> slot_dp, dslot;
+        for (std::int64_t h = g * group; h < (g + 1) * group; ++h) {
+            const auto P = tp.pattern.middleRows(h * n, n);  // (n, n)
+            const auto dzh = dz.middleCols(h * dh, dh);      // (n, d_h)
+            // z_h = P_h v_g:   dP = dz_h v_gᵀ,   dv_g += P_hᵀ dz_h
+            dP.noalias() = dzh * tp.v.middleCols(g * dh, dh).transpose();
+            dv.middleCols(g * dh, dh).noalias() += P.transpose() * dzh;
+            if (kv_bias) {
+                // z_h += p_slot v_bias:   dp_slot = dz_h · v_bias,   dv_bias += Σ_t p_slot[t] dz_h[t]
+                const Vec<T> ps = (T(1) - P.rowwise().sum().array()).matrix();
+                slot_dp = dzh * w.sink_kv.row(1).segment(g * dh, dh).transpose();
+                dw.sink_kv.row(1).segment(g * dh, dh).noalias() += ps.transpose() * dzh;
+                dslot = Vec<T>::Zero(n);
+            }
+            dS.setZero();
+            softmax_backward<T>(dS, kv_bias ? dslot.data() : nullptr, dP, P, kv_bias ? slot_dp.data() : nullptr, has_slot);
+            // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
+            dS *= scale;
+            dq.middleCols(h * dh, dh).noalias() += dS * tp.k.middleCols(g * dh, dh);
+            dk.middleCols(g * dh, dh).noalias() += dS.transpose() * tp.q.middleCols(h * dh, dh);
+            if (kv_bias) {
+                // s_slot = q_h · k_bias / √d_h
+                dslot *= scale;
+                dq.middleCols(h * dh, dh).noalias() += dslot * w.sink_kv.row(0).segment(g * dh, dh);
+                dw.sink_kv.row(0).segment(g * dh, dh).noalias() += dslot.transpose() * tp.q.middleCols(h * dh, dh);
+            }
+        }
+    }
+
+    if (c.positions == model::PositionKind::rope) {
+        rope_backward(dq, H, dh, c.rope_base, c.rope_layout);
+        rope_backward(dk, G, dh, c.rope_base, c.rope_layout);
+    }
+    if (c.qk_norm) {
+        // q ← head_rmsnorm(inp W_Qᵀ + b_Q): recompute the pre-norm q and k (one GEMM each).
+        Mat<T> q_raw, k_raw;
+        model::linear_forward(q_raw, inp, w.wq, w.bq);
+        model::linear_forward(k_raw, inp, w.wk, w.bk);
+        Mat<T> dq_raw = Mat<T>::Zero(n, H * dh), dk_raw = Mat<T>::Zero(n, G * dh);
+        head_rmsnorm_backward(dq_raw, dw.q_norm, dq, q_raw, w.q_norm, H, dh, c.norm_eps);
+        head_rmsnorm_backward(dk_raw, dw.k_norm, dk, k_raw, w.k_norm, G, dh, c.norm_eps);
+        dq.swap(dq_raw);
+        dk.swap(dk_raw);
+    }
+    linear_backward(&dinp, dw.wq, &dw.bq, dq, inp, w.wq);
+    linear_backward(&dinp, dw.wk, &dw.bk, dk, inp, w.wk);
+    linear_backward(&dinp, dw.wv, &dw.bv, dv, inp, w.wv);
+}
+
+// forward (model::detail::ffn_block_forward):
+//   SwiGLU: out = W_down (act(W_gate x) ⊙ (W_up x + b_up)) + b_down;  GELU: out = W_down act(W_up x + b_up) + b_down;
+//   linear: out = W_down x + b_down
+template <class T>
+void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& dout, const LayerTape<T>& tp,
+                        const Mat<T>& inp, const model::LayerWeights<T>& w, const model::Config& c) {
+    const std::int64_t n = inp.rows();
+    switch (c.ffn) {
+        case model::FfnKind::swiglu: {
+            Mat<T> dpost = Mat<T>::Zero(n, c.d_ff);
+            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post, w.w_down);
+            // hidden = act(gate) ⊙ up:   dgate = dhidden ⊙ up ⊙ act'(gate),   dup = dhidden ⊙ act(gate)
+            Mat<T> act;
+            model::activation_forward(act, tp.pre, c.activation);
+            Mat<T> dgate = Mat<T>::Zero(n, c.d_ff);
+            activation_backward(dgate, Mat<T>(dpost.cwiseProduct(tp.pre_linear)), tp.pre, c.activation);
+            const Mat<T> dup = dpost.cwiseProduct(act);
+            linear_backward<T>(&dinp, dw.w_gate, nullptr, dgate, inp, w.w_gate);
+            linear_backward(&dinp, dw.w_up, &dw.b_up, dup, inp, w.w_up);
+            return;
+        }
+        case model::FfnKind::gelu: {
+            Mat<T> dpost = Mat<T>::Zero(n, c.d_ff);
+            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post, w.w_down);
+            Mat<T> dpre = Mat<T>::Zero(n, c.d_ff);
+            activation_backward(dpre, dpost, tp.pre, c.activation);
+            linear_backward(&dinp, dw.w_up, &dw.b_up, dpre, inp, w.w_up);
+            return;
+        }
+        case model::FfnKind::linear: linear_backward(&dinp, dw.w_down, &dw.b_down, dout, inp, w.w_down); return;
+        case model::FfnKind::none: return;
+    }
+}
+
+// The raw output of a sub-block before its sandwich post-norm, recomputed (one GEMM).
+template <class T>
+Mat<T> attention_raw_output(const LayerTape<T>& tp, const model::LayerWeights<T>& w) {
+    Mat<T> out;
+    model::linear_forward(out, tp.z, w.wo, w.bo);
+    return out;
+}
+template <class T>
+Mat<T> ffn_raw_output(const LayerTape<T>& tp, const model::LayerWeights<T>& w, const model::Config& c) {
+    Mat<T> out;
+    model::linear_forward(out, c.ffn == model::FfnKind::linear ? tp.xn2 : tp.post, w.w_down, w.b_down);
+    return out;
+}
+
+// One block backward. dx holds ∂L/∂resid_post on entry and ∂L/∂resid_pre on exit.
+template <class T>
+void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& tp, const model::LayerWeights<T>& w,
+                    const model::Config& c) {
+    const std::int64_t n = dx.rows(), d = dx.cols(), k = c.force_sink_channels;
+    const bool ffn = c.ffn != model::FfnKind::none;
+    Mat<T> masked;
+    if (c.norm_placement == model::NormPlacement::post) {
+        if (ffn) {
+            // x' = N₂(u),  u = h + FFN(h)
+            const Mat<T> u = tp.resid_mid + tp.mlp_out;
+            Mat<T> du = Mat<T>::Zero(n, d);
+            norm_backward(du, dw.ffn_norm, dx, u, w.ffn_norm, c.norm, c.norm_eps);
+            dx = du;
+            ffn_block_backward(dx, dw, du, tp, tp.resid_mid, w, c);
+        }
+        // h = N₁(u),  u = x + Attn(x)
+        const Mat<T> u = tp.resid_pre + tp.attn_out;
+        Mat<T> du = Mat<T>::Zero(n, d);
+        norm_backward(du, dw.attn_norm, dx, u, w.attn_norm, c.norm, c.norm_eps);
+        dx = du;
+        attention_block_backward(dx, dw, du, tp, tp.resid_pre, w, c);
+        return;
+    }
+    const bool sandwich = c.norm_placement == model::NormPlacement::sandwich;
+    if (ffn) {
+        // x' = h + [N₂ᵖ](FFN(N₂(m(h))))
+        Mat<T> dsub;
+        if (sandwich) {
+            dsub = Mat<T>::Zero(n, d);
+            norm_backward(dsub, dw.ffn_post_norm, dx, ffn_raw_output(tp, w, c), w.ffn_post_norm, c.norm, c.norm_eps);
+        }
+        Mat<T> dxn = Mat<T>::Zero(n, d);
+        ffn_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn2, w, c);
+        Mat<T> dm = Mat<T>::Zero(n, d);
+        norm_backward(dm, dw.ffn_norm, dxn, model::detail::force_sink_input(tp.resid_mid, c, masked), w.ffn_norm, c.norm,
+                      c.norm_eps);
+        force_sink_backward(dx, dm, k);
+    }
+    // h = x + [N₁ᵖ](Attn(N₁(m(x))))
+    Mat<T> dsub;
+    if (sandwich) {
+        dsub = Mat<T>::Zero(n, d);
+        norm_backward(dsub, dw.attn_post_norm, dx, attention_raw_output(tp, w), w.attn_post_norm, c.norm, c.norm_eps);
+    }
+    Mat<T> dxn = Mat<T>::Zero(n, d);
+    attention_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn1, w, c);
+    Mat<T> dm = Mat<T>::Zero(n, d);
+    norm_backward(dm, dw.attn_norm, dxn, model::detail::force_sink_input(tp.resid_pre, c, masked), w.attn_norm, c.norm,
+                  c.norm_eps);
+    force_sink_backward(dx, dm, k);
+}
+
+}  // namespace detail
+
+// The whole backward pass of one sequence: from ∂L/∂logits (T × vocab) and its tape, accumulates
+// every parameter gradient into `grads` (shaped by zeros_like(w)).
+//   forward: x = E[tokens] (+ P) (sink embedding first);  blocks;  x_f = N_f(x);  logits = x_f W_headᵀ
+template <class T>
+void backward(model::Weights<T>& grads, const Mat<T>& dlogits, const Tape<T>& tape, const model::Weights<T>& w,
+              const model::Config& c) {
+    const std::int64_t n = tape.n, sink = tape.sink, nt = n - sink, d = c.d_model;
+    require(dlogits.rows() == nt && dlogits.cols() == c.vocab_size, "backward: dlogits has the wrong shape");
+    const bool post = c.norm_placement == model::NormPlacement::post;
+    const Mat<T>& head = w.output_head();
+    Mat<T>& dhead = w.lm_head.size() ? grads.lm_head : grads.tok_embed;
+    const Mat<T>& last = post ? tape.final_in : tape.xf;  // (n, d) the input of the output head
+
+    // logits = x_f W_headᵀ  (the real positions only)
+    Mat<T> dx = Mat<T>::Zero(n, d);
+    if (sink) {
+        const Mat<T> real = last.bottomRows(nt);
+        Mat<T> dreal = Mat<T>::Zero(nt, d);
+        linear_backward<T>(&dreal, dhead, nullptr, dlogits, real, head);
+        dx.bottomRows(nt) = dreal;
+    } else {
+        linear_backward<T>(&dx, dhead, nullptr, dlogits, last, head);
+    }
+    if (!post) {
+        // x_f = N_f(x)
+        Mat<T> dn = Mat<T>::Zero(n, d);
+        norm_backward(dn, grads.final_norm, dx, tape.final_in, w.final_norm, c.norm, c.norm_eps);
+        dx.swap(dn);
+    }
+    for (std::int64_t l = c.n_layers - 1; l >= 0; --l)
+        detail::block_backward(dx, grads.layers[l], tape.layers[l], w.layers[l], c);
+    // x = E[tokens] + P
+    if (c.positions == model::PositionKind::learned) grads.pos_embed.topRows(n) += dx;
+    if (sink) grads.sink_embed += dx.row(0).transpose();
+    for (std::int64_t t = 0; t < nt; ++t) grads.tok_embed.row(tape.tokens[t]) += dx.row(t + sink);
+}
+
+}  // namespace sinkscope::train

@@ -1,0 +1,137 @@
+// Tape: what the forward pass must keep for the backward pass, recorded through the model's hooks.
+//
+// There is one forward pass, model::forward (model/forward.hpp). Training runs it with a HookSet that
+// copies the activations the backward pass reads into a Tape, under their TransformerLens names:
+//
+//   resid_pre, ln1.hook_normalized, attn.hook_rot_q / rot_k (RoPE) or hook_q / hook_k, attn.hook_v,
+//   attn.hook_pattern, attn.hook_gate, attn.hook_z, hook_attn_out, hook_resid_mid, ln2.hook_normalized,
+//   mlp.hook_pre / pre_linear / post, hook_mlp_out, the last hook_resid_post, ln_final.hook_normalized,
+//   logits.
+//
+// Why this design (rather than a second, training-only forward): the model the interpretability
+// tools measure is then exactly the model that was trained, every variant (sink token, force-sink,
+// gates, …) is implemented once, and a hook that intervenes during training (ablation, patching)
+// is differentiated like any other activation. The cost is one copy of each saved activation
+// (memory-bound, small next to the GEMMs) and a few cheap recomputations in the backward pass:
+// the norms' 1/rms from their inputs, q/k before QK-norm (one GEMM, QK-norm only), the ungated z
+// (gated attention only) and the raw sub-block output before a sandwich norm (one GEMM, sandwich only).
+//
+// The recorder also checks every saved activation for NaN/inf (optional) and remembers the first
+// offending hook name, which names the layer and the operation.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sinkscope/model/config.hpp"
+#include "sinkscope/model/forward.hpp"
+#include "sinkscope/model/hooks.hpp"
+#include "sinkscope/model/weights.hpp"
+
+namespace sinkscope::train {
+
+// Saved activations of one block; n = positions (T, or T + 1 with a sink token).
+template <class T>
+struct LayerTape {
+    Mat<T> resid_pre;   // (n, d)        block input
+    Mat<T> xn1;         // (n, d)        ln1.hook_normalized (post-norm: the block's resid_mid)
+    Mat<T> q, k, v;     // (n, H·d_h), (n, G·d_h), (n, G·d_h)  q and k as they enter the scores (after RoPE)
+    Mat<T> pattern;     // (H·n, n)      attention weights
+    Mat<T> gate;        // (n, H) or (n, H·d_h)  sigmoid gate (gated attention only)
+    Mat<T> z;           // (n, H·d_h)    gated pattern·V, the input of W_O
+    Mat<T> attn_out;    // (n, d)
+    Mat<T> resid_mid;   // (n, d)
+    Mat<T> xn2;         // (n, d)        ln2.hook_normalized (post-norm: the block's resid_post)
+    Mat<T> pre, pre_linear, post;  // (n, d_ff) FFN gate pre-activation / up projection / hidden
+    Mat<T> mlp_out;     // (n, d)
+};
+
+template <class T>
+struct Tape {
+    std::vector<std::int32_t> tokens;  // the T real tokens
+    std::int64_t n = 0;                // positions in the residual stream (T, or T + 1 with a sink token)
+    std::int64_t sink = 0;             // 1 with a sink token at position 0, else 0
+    std::vector<LayerTape<T>> layers;
+    Mat<T> final_in;                   // (n, d)  the last block's resid_post
+    Mat<T> xf;                         // (n, d)  ln_final.hook_normalized (not for post-norm)
+    Mat<T> logits;                     // (T, vocab)
+    std::string nonfinite;             // first hook whose activation held NaN/inf ("" if none)
+};
+
+// Records the tape of one sequence at a time. Holds the hook set, so build one per thread and reuse it.
+template <class T>
+class TapeRecorder {
+public:
+    explicit TapeRecorder(const model::Config& c, bool check_finite = true) : c_(c), check_(check_finite) {
+        tape_.layers.resize(c.n_layers);
+        const bool rope = c.positions == model::PositionKind::rope;
+        for (std::int64_t l = 0; l < c.n_layers; ++l) {
+            LayerTape<T>& L = tape_.layers[l];
+            const std::string b = "blocks." + std::to_string(l) + ".";
+            capture(b + "hook_resid_pre", L.resid_pre);
+            capture(b + "ln1.hook_normalized", L.xn1);
+            capture(b + (rope ? "attn.hook_rot_q" : "attn.hook_q"), L.q);
+            capture(b + (rope ? "attn.hook_rot_k" : "attn.hook_k"), L.k);
+            capture(b + "attn.hook_v", L.v);
+            capture(b + "attn.hook_pattern", L.pattern, /*cols_from_last=*/true);
+            if (c.gate != model::GateKind::none) capture(b + "attn.hook_gate", L.gate);
+            capture(b + "attn.hook_z", L.z);
+            capture(b + "hook_attn_out", L.attn_out);
+            capture(b + "hook_resid_mid", L.resid_mid);
+            if (c.ffn != model::FfnKind::none) {
+                capture(b + "ln2.hook_normalized", L.xn2);
+                if (c.ffn == model::FfnKind::swiglu || c.ffn == model::FfnKind::gelu) {
+                    capture(b + "mlp.hook_pre", L.pre);
+                    capture(b + "mlp.hook_post", L.post);
+                }
+                if (c.ffn == model::FfnKind::swiglu) capture(b + "mlp.hook_pre_linear", L.pre_linear);
+                capture(b + "hook_mlp_out", L.mlp_out);
+            }
+            if (l == c.n_layers - 1) capture(b + "hook_resid_post", tape_.final_in);
+        }
+        if (c.norm_placement != model::NormPlacement::post) capture("ln_final.hook_normalized", tape_.xf);
+        // The logits are returned by forward(); only the finiteness check needs the hook.
+        if (check_) hooks_.add("logits", [this](const std::string& name, model::ActivationRef<T>& x) {
+            check(name, x.data, x.size());
+        });
+    }
+
+    TapeRecorder(const TapeRecorder&) = delete;             // the hooks point into tape_
+    TapeRecorder& operator=(const TapeRecorder&) = delete;
+
+    // Runs the forward pass over `tokens` and records its tape.
+    const Tape<T>& record(const model::Weights<T>& w, const std::vector<std::int32_t>& tokens) {
+        tape_.tokens = tokens;
+        tape_.sink = c_.attention == model::AttentionKind::sink_token ? 1 : 0;
+        tape_.n = std::int64_t(tokens.size()) + tape_.sink;
+        tape_.nonfinite.clear();
+        tape_.logits = model::forward(c_, w, tokens, &hooks_);
+        return tape_;
+    }
+
+    Tape<T>& tape() { return tape_; }
+    const model::Config& config() const { return c_; }
+
+private:
+    void check(const std::string& name, const T* data, std::int64_t size) {
+        if (!check_ || !tape_.nonfinite.empty()) return;
+        if (!Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(data, size).allFinite()) tape_.nonfinite = name;
+    }
+    void capture(const std::string& name, Mat<T>& dst, bool cols_from_last = false) {
+        hooks_.add(name, [this, &dst, cols_from_last](const std::string& nm, model::ActivationRef<T>& x) {
+            const std::int64_t size = x.size();
+            const std::int64_t cols = cols_from_last ? x.shape.back() : size / x.shape.front();
+            dst = Eigen::Map<const Mat<T>>(x.data, size / cols, cols);
+            check(nm, x.data, size);
+        });
+    }
+
+    model::Config c_;
+    bool check_;
+    Tape<T> tape_;
+    model::HookSet<T> hooks_;
+};
+
+}  // namespace sinkscope::train

@@ -1,0 +1,260 @@
+// Finite-difference gradient checks in double for every parameter of every architecture variant of
+// the Config, and for each backward kernel on its own (the ggml test-backend-ops idea: each op
+// against central differences). Peer: exact calculus, (L(w + h) − L(w − h)) / 2h.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <sinkscope/model/forward.hpp>
+#include <sinkscope/train/backward.hpp>
+#include <sinkscope/train/loss.hpp>
+#include <sinkscope/train/model_backward.hpp>
+#include <sinkscope/train/tape.hpp>
+
+#include "train/train_test_util.hpp"
+
+using namespace sinkscope;
+using model::Config;
+using model::Mat;
+using model::Vec;
+
+namespace {
+
+struct Variant {
+    std::string name;
+    std::function<void(Config&)> edit;
+    train::LossMask mask{};
+};
+
+double sequence_loss(const Config& c, const model::Weights<double>& w, const std::vector<std::int32_t>& in,
+                     const std::vector<std::int32_t>& target, const train::LossMask& mask) {
+    const Mat<double> logits = model::forward(c, w, in);
+    return train::cross_entropy<double>(nullptr, logits, target, mask, 1.0).mean();
+}
+
+// Compares the analytic gradient of every parameter with central differences at up to `per_tensor`
+// entries per tensor. Returns the number of entries checked.
+int check_model_gradients(const Config& c, const train::LossMask& mask, std::uint64_t seed, int per_tensor = 10) {
+    auto w = test::random_test_weights<double>(c, seed);
+    const std::int64_t T = 7;
+    const auto seq = test::random_tokens(T + 1, c.vocab_size, seed + 11);
+    const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
+
+    train::TapeRecorder<double> rec(c);
+    const auto& tape = rec.record(w, in);
+    REQUIRE(tape.nonfinite.empty());
+    Mat<double> dlogits;
+    const auto loss = train::cross_entropy<double>(&dlogits, tape.logits, target, mask, 1.0 / double(mask.count(T)));
+    CHECK(loss.mean() == Approx(sequence_loss(c, w, in, target, mask)).epsilon(1e-14));
+    auto g = train::zeros_like(w);
+    train::backward(g, dlogits, tape, w, c);
+
+    auto wr = train::tensor_refs(w);
+    auto gr = train::tensor_refs(g);
+    REQUIRE(wr.size() == gr.size());
+    train::Rng pick(seed + 5);
+    int checked = 0;
+    const double h = 1e-5;
+    for (std::size_t i = 0; i < wr.size(); ++i) {
+        REQUIRE(wr[i].name == gr[i].name);
+        REQUIRE(wr[i].size == gr[i].size);
+        std::vector<std::int64_t> idx;
+        if (wr[i].size <= per_tensor) for (std::int64_t j = 0; j < wr[i].size; ++j) idx.push_back(j);
+        else for (int j = 0; j < per_tensor; ++j) idx.push_back(std::int64_t(pick.below(std::uint64_t(wr[i].size))));
+        double max_abs = 0;
+        for (std::int64_t j : idx) {
+            double& p = wr[i].data[j];
+            const double saved = p;
+            p = saved + h;
+            const double lp = sequence_loss(c, w, in, target, mask);
+            p = saved - h;
+            const double lm = sequence_loss(c, w, in, target, mask);
+            p = saved;
+            const double numeric = (lp - lm) / (2 * h);
+            const double analytic = gr[i].data[j];
+            max_abs = std::max(max_abs, std::abs(numeric));
+            const bool ok = std::abs(analytic - numeric) <= 1e-8 + 1e-6 * std::max(std::abs(analytic), std::abs(numeric));
+            if (!ok) {  // (INFO formats its message eagerly: only on failure)
+                INFO(c.describe() << "\n  parameter " << wr[i].name << "[" << j << "]: analytic " << analytic
+                                  << " numeric " << numeric);
+                CHECK(ok);
+            }
+            ++checked;
+        }
+        // A gradient that is identically zero would pass trivially: every used parameter must matter,
+        // except a key bias without RoPE, which adds q·b_K to a whole row of scores (softmax ignores it).
+        const bool invariant = wr[i].name.find("attn.b_K") != std::string::npos && c.positions != model::PositionKind::rope;
+        INFO("parameter " << wr[i].name << " has an all-zero numeric gradient");
+        CHECK((invariant ? max_abs < 1e-9 : max_abs > 1e-9));
+    }
+    return checked;
+}
+
+std::vector<Variant> all_variants() {
+    using namespace model;
+    std::vector<Variant> v;
+    v.push_back({"baseline llama (rmsnorm pre, swiglu, rope half-split, GQA, tied)", [](Config&) {}});
+    v.push_back({"untied head", [](Config& c) { c.tied_embeddings = false; }});
+    v.push_back({"multi-head (no GQA), interleaved rope", [](Config& c) { c.n_kv_heads = 4; c.rope_layout = RopeLayout::interleaved; }});
+    v.push_back({"loss window [2,6) + TNLM", [](Config&) {}, train::LossMask{2, 6, true}});
+    v.push_back({"TNLM only", [](Config&) {}, train::LossMask{0, -1, true}});
+    v.push_back({"layernorm with biases, gpt-2 style biases, learned positions, gelu(tanh)", [](Config& c) {
+        c.norm = NormKind::layernorm; c.norm_bias = true; c.qkv_bias = true; c.out_bias = true; c.mlp_bias = true;
+        c.positions = PositionKind::learned; c.ffn = FfnKind::gelu; c.activation = Activation::gelu_tanh; }});
+    v.push_back({"gelu (erf)", [](Config& c) { c.ffn = FfnKind::gelu; c.activation = Activation::gelu_erf; }});
+    v.push_back({"swiglu with mlp biases", [](Config& c) { c.mlp_bias = true; }});
+    v.push_back({"sandwich norm", [](Config& c) { c.norm_placement = NormPlacement::sandwich; }});
+    v.push_back({"sandwich norm + QK-norm", [](Config& c) { c.norm_placement = NormPlacement::sandwich; c.qk_norm = true; }});
+    v.push_back({"post norm", [](Config& c) { c.norm_placement = NormPlacement::post; }});
+    v.push_back({"post norm, layernorm, no ffn", [](Config& c) { c.norm_placement = NormPlacement::post; c.norm = NormKind::layernorm; c.ffn = FfnKind::none; }});
+    v.push_back({"QK-norm with qkv bias", [](Config& c) { c.qk_norm = true; c.qkv_bias = true; }});
+    v.push_back({"DynamicTanh (learnable alpha, alpha0 per block kind)", [](Config& c) {
+        c.norm = NormKind::dynamic_tanh; c.dyt_alpha0_attn = 0.8; c.dyt_alpha0_other = 0.3; }});
+    v.push_back({"DynamicTanh with beta, sandwich", [](Config& c) {
+        c.norm = NormKind::dynamic_tanh; c.norm_bias = true; c.norm_placement = NormPlacement::sandwich; }});
+    v.push_back({"FFN linear", [](Config& c) { c.ffn = FfnKind::linear; }});
+    v.push_back({"FFN linear with bias", [](Config& c) { c.ffn = FfnKind::linear; c.mlp_bias = true; }});
+    v.push_back({"attention only (no FFN)", [](Config& c) { c.ffn = FfnKind::none; }});
+    v.push_back({"softmax off-by-one", [](Config& c) { c.attention = AttentionKind::softmax_off_by_one; }});
+    v.push_back({"sink token", [](Config& c) { c.attention = AttentionKind::sink_token; }});
+    v.push_back({"sink token, learned positions", [](Config& c) { c.attention = AttentionKind::sink_token; c.positions = PositionKind::learned; }});
+    v.push_back({"KV bias", [](Config& c) { c.attention = AttentionKind::kv_bias; }});
+    v.push_back({"KV bias + per-channel gate", [](Config& c) { c.attention = AttentionKind::kv_bias; c.gate = GateKind::per_channel; }});
+    v.push_back({"gate per head (conditional)", [](Config& c) { c.gate = GateKind::per_head; }});
+    v.push_back({"gate per channel (conditional)", [](Config& c) { c.gate = GateKind::per_channel; }});
+    v.push_back({"gate per head (static)", [](Config& c) { c.gate = GateKind::static_per_head; }});
+    v.push_back({"gate per channel (static)", [](Config& c) { c.gate = GateKind::static_per_channel; }});
+    v.push_back({"sliding window 3", [](Config& c) { c.sliding_window = 3; }});
+    v.push_back({"no positions", [](Config& c) { c.positions = PositionKind::none; }});
+    v.push_back({"force-sink 4 channels", [](Config& c) { c.force_sink_channels = 4; }});
+    v.push_back({"force-sink, sandwich, sink token", [](Config& c) {
+        c.force_sink_channels = 3; c.norm_placement = NormPlacement::sandwich; c.attention = AttentionKind::sink_token; }});
+    v.push_back({"head_dim 8 with 2 heads, 1 kv head", [](Config& c) { c.n_heads = 2; c.n_kv_heads = 1; c.head_dim = 8; }});
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("gradients of every variant match central differences (double)", "[train][backward][grad]") {
+    const auto variants = all_variants();
+    const auto i = GENERATE_COPY(range<std::size_t>(0, all_variants().size()));
+    Config c = test::tiny_llama_config();
+    variants[i].edit(c);
+    c.validate();
+    INFO("variant: " << variants[i].name);
+    const int checked = check_model_gradients(c, variants[i].mask, 100 + i);
+    CHECK(checked > 80);
+}
+
+// ---- each kernel alone: L = Σ dout ⊙ f(x), so ∂L/∂x is exactly what the backward kernel returns ----
+
+namespace {
+// Central-difference gradient of L(x) = Σ dout ⊙ f(x) with respect to every entry of `x`.
+Mat<double> numeric_grad(Mat<double>& x, const std::function<double()>& L, double h = 1e-6) {
+    Mat<double> g(x.rows(), x.cols());
+    for (std::int64_t i = 0; i < x.size(); ++i) {
+        const double s = x.data()[i];
+        x.data()[i] = s + h; const double lp = L();
+        x.data()[i] = s - h; const double lm = L();
+        x.data()[i] = s;
+        g.data()[i] = (lp - lm) / (2 * h);
+    }
+    return g;
+}
+Mat<double> rand_mat(std::int64_t r, std::int64_t c, std::uint64_t seed, double sd = 1.0, double mean = 0.0) {
+    train::Rng rng(seed);
+    Mat<double> m(r, c);
+    for (std::int64_t i = 0; i < m.size(); ++i) m.data()[i] = mean + sd * rng.normal();
+    return m;
+}
+double max_diff(const Mat<double>& a, const Mat<double>& b) { return (a - b).cwiseAbs().maxCoeff(); }
+}  // namespace
+
+TEST_CASE("norm kernels: backward equals central differences", "[train][backward][grad]") {
+    const std::int64_t n = 5, d = 8;
+    Mat<double> x = rand_mat(n, d, 1), dout = rand_mat(n, d, 2);
+    Mat<double> gw = rand_mat(d, 1, 3, 0.3, 1.0), gb = rand_mat(d, 1, 4, 0.3), ga = rand_mat(1, 1, 5, 0.1, 0.7);
+    Vec<double> g = gw.col(0), b = gb.col(0), a = ga.col(0);
+    SECTION("rmsnorm") {
+        auto L = [&] { Mat<double> y; model::rmsnorm_forward(y, x, g, 1e-5); return y.cwiseProduct(dout).sum(); };
+        Mat<double> dx = Mat<double>::Zero(n, d); Vec<double> dg = Vec<double>::Zero(d);
+        train::rmsnorm_backward(dx, dg, dout, x, g, 1e-5);
+        CHECK(max_diff(dx, numeric_grad(x, L)) < 1e-8);
+        Mat<double> gm = g; auto Lg = [&] { Vec<double> gg = gm.col(0); Mat<double> y; model::rmsnorm_forward(y, x, gg, 1e-5); return y.cwiseProduct(dout).sum(); };
+        CHECK(max_diff(dg, numeric_grad(gm, Lg)) < 1e-8);
+    }
+    SECTION("layernorm") {
+        auto L = [&] { Mat<double> y; model::layernorm_forward(y, x, g, b, 1e-5); return y.cwiseProduct(dout).sum(); };
+        Mat<double> dx = Mat<double>::Zero(n, d); Vec<double> dg = Vec<double>::Zero(d), db = Vec<double>::Zero(d);
+        train::layernorm_backward(dx, dg, &db, dout, x, g, 1e-5);
+        CHECK(max_diff(dx, numeric_grad(x, L)) < 1e-8);
+        CHECK(max_diff(db, dout.colwise().sum().transpose()) < 1e-12);
+    }
+    SECTION("dynamic tanh") {
+        auto L = [&] { Mat<double> y; model::dyt_forward(y, x, a, g, b); return y.cwiseProduct(dout).sum(); };
+        Mat<double> dx = Mat<double>::Zero(n, d); Vec<double> dg = Vec<double>::Zero(d), db = Vec<double>::Zero(d), da = Vec<double>::Zero(1);
+        train::dyt_backward(dx, da, dg, &db, dout, x, a, g);
+        CHECK(max_diff(dx, numeric_grad(x, L)) < 1e-8);
+        Mat<double> am = a; auto La = [&] { Vec<double> aa = am.col(0); Mat<double> y; model::dyt_forward(y, x, aa, g, b); return y.cwiseProduct(dout).sum(); };
+        CHECK(max_diff(da, numeric_grad(am, La)) < 1e-8);
+    }
+    SECTION("per-head rmsnorm (QK-norm)") {
+        Mat<double> q = rand_mat(n, 8, 6);
+        Vec<double> hg = rand_mat(4, 1, 7, 0.3, 1.0).col(0);
+        auto L = [&] { Mat<double> y = q; model::head_rmsnorm_forward(y, hg, 2, 4, 1e-6); return y.cwiseProduct(dout).sum(); };
+        Mat<double> dq = Mat<double>::Zero(n, 8); Vec<double> dhg = Vec<double>::Zero(4);
+        train::head_rmsnorm_backward(dq, dhg, dout, q, hg, 2, 4, 1e-6);
+        CHECK(max_diff(dq, numeric_grad(q, L)) < 1e-8);
+    }
+}
+
+TEST_CASE("rope, activation and softmax kernels: backward equals central differences", "[train][backward][grad]") {
+    const std::int64_t n = 6;
+    SECTION("rope, both layouts") {
+        for (auto layout : {model::RopeLayout::half_split, model::RopeLayout::interleaved}) {
+            Mat<double> x = rand_mat(n, 8, 8), dout = rand_mat(n, 8, 9);
+            auto L = [&] { Mat<double> y = x; model::rope_forward(y, 2, 4, 100.0, layout); return y.cwiseProduct(dout).sum(); };
+            Mat<double> dx = dout;
+            train::rope_backward(dx, 2, 4, 100.0, layout);
+            CHECK(max_diff(dx, numeric_grad(x, L)) < 1e-8);
+        }
+    }
+    SECTION("activations") {
+        for (auto a : {model::Activation::silu, model::Activation::gelu_erf, model::Activation::gelu_tanh}) {
+            Mat<double> x = rand_mat(n, 5, 10, 2.0), dout = rand_mat(n, 5, 11);
+            auto L = [&] { Mat<double> y; model::activation_forward(y, x, a); return y.cwiseProduct(dout).sum(); };
+            Mat<double> dx = Mat<double>::Zero(n, 5);
+            train::activation_backward(dx, dout, x, a);
+            CHECK(max_diff(dx, numeric_grad(x, L)) < 1e-8);
+        }
+    }
+    SECTION("softmax with and without a slot, causal mask") {
+        for (int slot = 0; slot < 2; ++slot) {
+            Mat<double> s = rand_mat(n, n, 12), dout = rand_mat(n, n, 13);
+            for (std::int64_t t = 0; t < n; ++t) for (std::int64_t j = t + 1; j < n; ++j) s(t, j) = -INFINITY;
+            Mat<double> slot_s = rand_mat(n, 1, 14);
+            auto L = [&] {
+                Mat<double> p(n, n);
+                model::softmax_forward<double>(p, s, slot ? slot_s.data() : nullptr);
+                return p.cwiseProduct(dout).sum();
+            };
+            Mat<double> p(n, n);
+            model::softmax_forward<double>(p, s, slot ? slot_s.data() : nullptr);
+            Mat<double> ds = Mat<double>::Zero(n, n);
+            Vec<double> dslot = Vec<double>::Zero(n);
+            train::softmax_backward<double>(ds, slot ? dslot.data() : nullptr, dout, p, nullptr, slot == 1);
+            // numeric gradient on the finite (unmasked) scores only
+            Mat<double> num = Mat<double>::Zero(n, n);
+            for (std::int64_t t = 0; t < n; ++t)
+                for (std::int64_t j = 0; j <= t; ++j) {
+                    const double v = s(t, j);
+                    s(t, j) = v + 1e-6; const double lp = L();
+                    s(t, j) = v - 1e-6; const double lm = L();
+                    s(t, j) = v;
+                    num(t, j) = (lp - lm) / 2e-6;
+                }
+            CHECK(max_diff(ds, num) < 1e-8);
+            if (slot) CHECK(max_diff(dslot, numeric_grad(slot_s, L)) < 1e-8);
+        }
+    }
+}
