@@ -340,3 +340,28 @@ TEST_CASE("quadratic FFN: bad input throws sinkscope::Error", "[theory]") {
     CHECK(zs.eigenvectors.allFinite());
     CHECK(channel_frobenius_norms(Wz)[4] == 0.0);
 }
+
+TEST_CASE("quadratic FFN: the multithreaded paths agree with the dense oracle at d 128, d_ff 2048", "[theory]") {
+    // Sizes above the OpenMP thresholds of channel_frobenius_norms (d d_ff^2 > 1e7) and of the
+    // Lanczos operator (d d_ff >= 2.5e5), so the shared-work code runs when OpenMP is on; the norms
+    // must not depend on the block size either.
+    auto rng = engine(9);
+    const Index d = 128, dff = 2048;
+    const RandomFfn f = random_ffn(rng, d, dff);
+    const SwiGluWeights<double> W(f.gate, f.up, f.down);
+    const Eigen::VectorXd norms = channel_frobenius_norms(W, 1024);
+    const Eigen::VectorXd norms_b = channel_frobenius_norms(W, 700);
+    CHECK((norms - norms_b).cwiseAbs().maxCoeff() <= 1e-12 * norms.maxCoeff());
+    for (Index k : {Index(0), Index(71), Index(127)}) {
+        const Eigen::MatrixXd U = channel_matrix_dense(W, k);
+        CHECK(norms[k] == Approx(U.norm()).epsilon(1e-12));
+    }
+    const Eigen::MatrixXd U = channel_matrix_dense(W, 7);
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> dense(0.5 * (U + U.transpose()), Eigen::EigenvaluesOnly);
+    Eigen::VectorXd mags = dense.eigenvalues().cwiseAbs();
+    std::sort(mags.data(), mags.data() + mags.size(), std::greater<double>());
+    SpectrumOptions opt;
+    opt.nev = 3;
+    const auto spec = channel_spectrum(W, 7, opt);
+    for (Index j = 0; j < 3; ++j) CHECK(std::abs(spec.eigenvalues[j]) == Approx(mags[j]).epsilon(1e-8));
+}

@@ -22,10 +22,15 @@
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/theory/common.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace sinkscope::theory {
 
@@ -109,27 +114,40 @@ T sigmoid(T x) {
 //   ||U_k||_F^2 = sum_{i,j} W_down[k,i] W_down[k,j] (G_gate)_ij (G_up)_ij,  G = W W^T,
 // evaluated over blocks I <= J of the d_ff index: H_IJ = (W_gate[I] W_gate[J]^T) ∘ (W_up[I] W_up[J]^T)
 // (b x b), then sum_k += c_IJ * rowsum((W_down[:,I] H_IJ) ∘ W_down[:,J]) with c = 1 on the diagonal
-// and 2 off it (H is symmetric). Cost 3 d d_ff^2 (1 + b/d_ff) flops; memory O(b (d + b)).
-// Accumulation across blocks is in double.
+// and 2 off it (H is symmetric). Cost 3 d d_ff^2 (1 + b/d_ff) flops; memory O(b (d + b)) per thread.
+// With OpenMP the block pairs are shared among threads (coarse-grained: robust on a loaded
+// machine); each pair's contribution is kept and summed in pair order, in double, so the result
+// does not depend on the number of threads.
 template <class T>
 Vector<T> channel_frobenius_norms(const SwiGluWeights<T>& W, Index block = 1024) {
     if (block < 1) throw Error("channel_frobenius_norms: block must be >= 1");
     const Index d = W.d(), dff = W.d_ff();
-    Eigen::VectorXd sum_sq = Eigen::VectorXd::Zero(d);
-    RowMatrix<T> Gg, Gu;  // (bI, bJ)
-    RowMatrix<T> P;       // (d, bJ)
-    for (Index i0 = 0; i0 < dff; i0 += block) {
-        const Index bi = std::min(block, dff - i0);
-        for (Index j0 = i0; j0 < dff; j0 += block) {
-            const Index bj = std::min(block, dff - j0);
+    std::vector<std::pair<Index, Index>> pairs;  // (i0, j0), j0 >= i0
+    for (Index i0 = 0; i0 < dff; i0 += block)
+        for (Index j0 = i0; j0 < dff; j0 += block) pairs.emplace_back(i0, j0);
+    const Index npairs = static_cast<Index>(pairs.size());
+    Eigen::MatrixXd contrib(d, npairs);  // column p: the contribution of pair p to every ||U_k||_F^2
+#ifdef _OPENMP
+#pragma omp parallel if (npairs > 1 && static_cast<double>(d) * static_cast<double>(dff) * static_cast<double>(dff) > 1e7)
+#endif
+    {
+        RowMatrix<T> Gg, Gu;  // (bI, bJ)
+        RowMatrix<T> P;       // (d, bJ)
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (Index p = 0; p < npairs; ++p) {
+            const Index i0 = pairs[static_cast<std::size_t>(p)].first, j0 = pairs[static_cast<std::size_t>(p)].second;
+            const Index bi = std::min(block, dff - i0), bj = std::min(block, dff - j0);
             Gg.noalias() = W.gate().middleRows(i0, bi) * W.gate().middleRows(j0, bj).transpose();
             Gu.noalias() = W.up().middleRows(i0, bi) * W.up().middleRows(j0, bj).transpose();
             Gg.array() *= Gu.array();                                              // H_IJ = G_gate ∘ G_up
             P.noalias() = W.down().middleCols(i0, bi) * Gg;                        // W_down[:, I] H_IJ
             const double c = (i0 == j0) ? 1.0 : 2.0;
-            sum_sq += c * P.cwiseProduct(W.down().middleCols(j0, bj)).rowwise().sum().template cast<double>();
+            contrib.col(p) = c * P.cwiseProduct(W.down().middleCols(j0, bj)).rowwise().sum().template cast<double>();
         }
     }
+    const Eigen::VectorXd sum_sq = contrib.rowwise().sum();
     // The quadratic form of the PSD matrix G_gate ∘ G_up (Schur product theorem) is >= 0; clamp
     // rounding below 0.
     Vector<T> out = sum_sq.cwiseMax(0.0).cwiseSqrt().template cast<T>();
@@ -208,25 +226,61 @@ struct ChannelSpectrum {
 
 namespace detail {
 
-// x -> S_k x = (W_gate^T (w ⊙ W_up x) + W_up^T (w ⊙ W_gate x)) / 2, w = W_down[k,:]: four
-// matrix-vector products with the (d_ff, d) weights, O(d d_ff), no d x d matrix.
+// x -> S_k x = (W_gate^T (w ⊙ W_up x) + W_up^T (w ⊙ W_gate x)) / 2, w = W_down[k,:]: O(d d_ff),
+// no d x d matrix. Fused by blocks of hidden units i: g_I = W_gate[I] x, u_I = W_up[I] x, then
+// y += W_gate[I]^T (w_I ⊙ u_I) + W_up[I]^T (w_I ⊙ g_I) while the rows of block I are still in
+// cache, so each weight matrix is read from memory once per product (the product is
+// memory-bound). With OpenMP the blocks are shared among threads, each with its own accumulator.
 template <class T>
 class ChannelOperator {
 public:
     using Scalar = T;
-    ChannelOperator(const SwiGluWeights<T>& W, Index k)
-        : W_(W), w_(W.down().row(k).transpose()), g_(W.d_ff()), u_(W.d_ff()) {}
+    static constexpr Index kRowsPerBlock = 16;  // 2 x 16 rows of d floats stay in L2 for d <= 8192
+
+    ChannelOperator(const SwiGluWeights<T>& W, Index k) : W_(W), w_(W.down().row(k).transpose()) {}
     Index rows() const { return W_.d(); }
     Index cols() const { return W_.d(); }
+
     void perform_op(const T* x_in, T* y_out) const {
-        Eigen::Map<const Vector<T>> x(x_in, W_.d());
-        Eigen::Map<Vector<T>> y(y_out, W_.d());
-        g_.noalias() = W_.gate() * x;        // (d_ff)
-        u_.noalias() = W_.up() * x;          // (d_ff)
-        g_.array() *= w_.array();            // w ⊙ W_gate x
-        u_.array() *= w_.array();            // w ⊙ W_up x
-        y.noalias() = W_.gate().transpose() * u_;
-        y.noalias() += W_.up().transpose() * g_;
+        const Index d = W_.d(), dff = W_.d_ff();
+        Eigen::Map<const Vector<T>> x(x_in, d);
+        Eigen::Map<Vector<T>> y(y_out, d);
+        const Index nblocks = (dff + kRowsPerBlock - 1) / kRowsPerBlock;
+        int nthreads = 1;
+#ifdef _OPENMP
+        nthreads = std::max(1, omp_get_max_threads());
+        if (static_cast<double>(d) * static_cast<double>(dff) < 2.5e5) nthreads = 1;  // too small to share
+#endif
+        if (static_cast<Index>(partial_.size()) != nthreads) partial_.assign(static_cast<std::size_t>(nthreads), Vector<T>());
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+#endif
+        {
+            int tid = 0;
+#ifdef _OPENMP
+            tid = omp_get_thread_num();
+#endif
+            Vector<T>& acc = partial_[static_cast<std::size_t>(tid)];
+            acc.setZero(d);
+            Vector<T> g(kRowsPerBlock), u(kRowsPerBlock);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (Index blk = 0; blk < nblocks; ++blk) {
+                const Index i0 = blk * kRowsPerBlock;
+                const Index b = std::min(kRowsPerBlock, dff - i0);
+                const auto Gb = W_.gate().middleRows(i0, b);   // (b, d)
+                const auto Ub = W_.up().middleRows(i0, b);     // (b, d)
+                g.head(b).noalias() = Gb * x;                  // W_gate[I] x
+                u.head(b).noalias() = Ub * x;                  // W_up[I] x
+                g.head(b).array() *= w_.segment(i0, b).array();
+                u.head(b).array() *= w_.segment(i0, b).array();
+                acc.noalias() += Gb.transpose() * u.head(b);   // W_gate[I]^T (w ⊙ W_up x)
+                acc.noalias() += Ub.transpose() * g.head(b);   // W_up[I]^T (w ⊙ W_gate x)
+            }
+        }
+        y = partial_[0];
+        for (std::size_t t = 1; t < partial_.size(); ++t) y += partial_[t];
         y *= T(0.5);
         ++count_;
     }
@@ -235,7 +289,7 @@ public:
 private:
     const SwiGluWeights<T>& W_;
     Vector<T> w_;
-    mutable Vector<T> g_, u_;
+    mutable std::vector<Vector<T>> partial_;
     mutable Index count_ = 0;
 };
 
