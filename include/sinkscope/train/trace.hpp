@@ -1,0 +1,156 @@
+// The training trace: what the sink and the residual peaks look like at a checkpoint.
+//
+// Measured on a fixed set of validation sequences, from the model's own hooks:
+//   sink rate per layer (Gu et al.): α₀(l, h) = (1/T) Σ_t A_{l,h}[t, 0], the mean attention every query
+//     pays to position 0 (with a sink token: the sink); a head is a sink head when α₀ > ε (ε = 0.3).
+//     sink_rate(l) = fraction of layer l's heads that are sink heads, averaged over the sequences.
+//   top-3 |x| per layer: the three largest |hook_resid_post| entries of the layer over all sequences,
+//     with their channel and position (Sun et al.'s massive-activation report), and the median |x|
+//     (mean over sequences of the per-sequence median), so that top1 / median shows how extreme a peak is.
+//   position-0 ℓ2 norm per layer: ‖resid_post[0]‖ averaged over the sequences, and for contrast the mean
+//     ‖resid_post[t]‖ over t ≥ 1.
+//   validation loss: mean cross-entropy of the sequences under the run's loss mask.
+// Written as one JSON line per checkpoint (trace.jsonl) and one CSV row per (checkpoint, layer) (trace.csv).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sinkscope/model/forward.hpp"
+#include "sinkscope/model/hooks.hpp"
+#include "sinkscope/train/loss.hpp"
+
+namespace sinkscope::train {
+
+struct Peak {
+    double value = 0;          // |x|
+    std::int64_t channel = -1;
+    std::int64_t position = -1;
+};
+
+struct LayerTrace {
+    double sink_rate = 0;              // fraction of heads with α₀ > ε (mean over sequences)
+    std::vector<double> alpha0;        // per head, mean over sequences
+    std::array<Peak, 3> top{};         // top-3 |resid_post|
+    double median_abs = 0;             // mean of per-sequence medians of |resid_post|
+    double p0_norm = 0;                // mean ‖resid_post[0]‖
+    double rest_norm = 0;              // mean ‖resid_post[t]‖, t ≥ 1
+};
+
+struct TraceRecord {
+    std::int64_t step = 0;
+    double train_loss = 0;
+    double val_loss = 0;
+    double sink_rate = 0;              // mean over layers
+    std::vector<LayerTrace> layers;
+
+    nlohmann::json to_json() const {
+        nlohmann::json L = nlohmann::json::array();
+        for (const auto& l : layers) {
+            nlohmann::json top = nlohmann::json::array();
+            for (const auto& p : l.top) top.push_back({{"abs", p.value}, {"channel", p.channel}, {"position", p.position}});
+            L.push_back({{"sink_rate", l.sink_rate}, {"alpha0", l.alpha0}, {"top3", top}, {"median_abs", l.median_abs},
+                         {"p0_norm", l.p0_norm}, {"rest_norm", l.rest_norm}});
+        }
+        return {{"step", step}, {"train_loss", train_loss}, {"val_loss", val_loss}, {"sink_rate", sink_rate}, {"layers", L}};
+    }
+};
+
+namespace detail {
+inline void insert_peak(std::array<Peak, 3>& top, Peak p) {
+    for (std::size_t i = 0; i < top.size(); ++i)
+        if (p.value > top[i].value) {
+            for (std::size_t j = top.size() - 1; j > i; --j) top[j] = top[j - 1];
+            top[i] = p;
+            return;
+        }
+}
+}  // namespace detail
+
+// Measures the trace of `w` on `sequences` (T + 1 tokens each). eps: the sink threshold ε.
+template <class T>
+TraceRecord measure_trace(const model::Config& c, const model::Weights<T>& w,
+                          const std::vector<std::vector<std::int32_t>>& sequences, const LossMask& mask, double eps = 0.3) {
+    TraceRecord rec;
+    rec.layers.resize(c.n_layers);
+    for (auto& l : rec.layers) l.alpha0.assign(c.n_heads, 0.0);
+    const double S = double(sequences.size());
+    LossSum loss;
+    for (const auto& seq : sequences) {
+        const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
+        model::HookSet<T> hooks;
+        for (std::int64_t l = 0; l < c.n_layers; ++l) {
+            LayerTrace& L = rec.layers[l];
+            hooks.add(model::hook_name("pattern", l), [&L, &c, S, eps](const std::string&, model::ActivationRef<T>& a) {
+                const std::int64_t H = a.shape[0], n = a.shape[1];
+                std::int64_t sinks = 0;
+                for (std::int64_t h = 0; h < H; ++h) {
+                    double s = 0;
+                    for (std::int64_t t = 0; t < n; ++t) s += double(a.data[(h * n + t) * n + 0]);
+                    const double alpha0 = s / double(n);
+                    L.alpha0[h] += alpha0 / S;
+                    sinks += alpha0 > eps;
+                }
+                L.sink_rate += double(sinks) / double(H) / S;
+                (void)c;
+            });
+            hooks.add(model::hook_name("resid_post", l), [&L, S](const std::string&, model::ActivationRef<T>& a) {
+                const std::int64_t n = a.shape[0], d = a.shape[1];
+                std::vector<double> absval(std::size_t(n * d));
+                for (std::int64_t t = 0; t < n; ++t) {
+                    double sq = 0;
+                    for (std::int64_t j = 0; j < d; ++j) {
+                        const double v = double(a.data[t * d + j]);
+                        sq += v * v;
+                        absval[std::size_t(t * d + j)] = std::abs(v);
+                        if (std::abs(v) > L.top[2].value) detail::insert_peak(L.top, {std::abs(v), j, t});
+                    }
+                    if (t == 0) L.p0_norm += std::sqrt(sq) / S;
+                    else L.rest_norm += std::sqrt(sq) / double(n - 1) / S;
+                }
+                auto mid = absval.begin() + std::ptrdiff_t(absval.size() / 2);
+                std::nth_element(absval.begin(), mid, absval.end());
+                L.median_abs += *mid / S;
+            });
+        }
+        const model::Mat<T> logits = model::forward(c, w, in, &hooks);
+        const auto l = cross_entropy<T>(nullptr, logits, target, mask, T(0));
+        loss.sum += l.sum;
+        loss.count += l.count;
+    }
+    rec.val_loss = loss.mean();
+    for (const auto& l : rec.layers) rec.sink_rate += l.sink_rate / double(c.n_layers);
+    return rec;
+}
+
+// Appends a record to <dir>/trace.jsonl and <dir>/trace.csv (the CSV header is written with the first row).
+inline void append_trace(const std::string& dir, const TraceRecord& r) {
+    {
+        std::ofstream j(dir + "/trace.jsonl", std::ios::app);
+        require(bool(j), "cannot write the trace", {dir + "/trace.jsonl", "", {}});
+        j << r.to_json().dump() << "\n";
+    }
+    const std::string csv = dir + "/trace.csv";
+    const bool fresh = !std::ifstream(csv).good();
+    std::ofstream f(csv, std::ios::app);
+    require(bool(f), "cannot write the trace", {csv, "", {}});
+    if (fresh)
+        f << "step,layer,train_loss,val_loss,sink_rate,mean_alpha0,top1,top1_channel,top1_position,top2,top2_channel,"
+             "top2_position,top3,top3_channel,top3_position,median_abs,p0_norm,rest_norm\n";
+    for (std::size_t l = 0; l < r.layers.size(); ++l) {
+        const auto& L = r.layers[l];
+        double ma = 0;
+        for (double a : L.alpha0) ma += a / double(L.alpha0.size());
+        f << r.step << ',' << l << ',' << r.train_loss << ',' << r.val_loss << ',' << L.sink_rate << ',' << ma;
+        for (const auto& p : L.top) f << ',' << p.value << ',' << p.channel << ',' << p.position;
+        f << ',' << L.median_abs << ',' << L.p0_norm << ',' << L.rest_norm << '\n';
+    }
+}
+
+}  // namespace sinkscope::train

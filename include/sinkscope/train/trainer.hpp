@@ -1,0 +1,341 @@
+// Trainer: batches, AdamW steps, checkpoints, the training trace, NaN stops and resume.
+//
+// One step (B sequences of T tokens, drawn by DataSource::sequence(step·B + b)):
+//   for each sequence (in parallel over sequences, or one after another with parallel GEMMs):
+//     forward with a TapeRecorder (checks every saved activation for NaN/inf)
+//     cross-entropy (mean over the B·N counted positions of the batch) and ∂L/∂logits
+//     backward into that thread's gradient buffer
+//   sum the per-thread buffers in thread order; global-norm clip; AdamW at the scheduled lr.
+// Determinism: the batch depends only on (seed, step); with a fixed thread count the arithmetic order
+// is fixed, so a resumed run repeats the uninterrupted one bit for bit (tested with one thread).
+//
+// Parallelism (measured on the 2-core development machine, see bench/README or the PR note):
+//   sequences  each thread runs whole sequences with single-threaded Eigen (no synchronisation
+//              inside a step; per-thread gradients, summed once)
+//   gemm       sequences one by one; Eigen's GEMMs and the per-head loops use all threads
+//
+// Faults: a non-finite activation, loss or gradient throws sinkscope::Error naming the step, the layer
+// and the operation (the hook name, or the parameter); nothing is saved after the fault, so the last
+// checkpoint on disk is the last good one.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <Eigen/Core>
+
+#include "sinkscope/core/error.hpp"
+#include "sinkscope/model/config.hpp"
+#include "sinkscope/model/weights.hpp"
+#include "sinkscope/train/checkpoint.hpp"
+#include "sinkscope/train/config_io.hpp"
+#include "sinkscope/train/data.hpp"
+#include "sinkscope/train/init.hpp"
+#include "sinkscope/train/loss.hpp"
+#include "sinkscope/train/model_backward.hpp"
+#include "sinkscope/train/optimizer.hpp"
+#include "sinkscope/train/tape.hpp"
+#include "sinkscope/train/trace.hpp"
+
+namespace sinkscope::train {
+
+enum class Parallelism { sequences, gemm };
+
+struct TrainConfig {
+    model::Config model;
+    AdamWConfig optim;
+    LossMask loss;
+    nlohmann::json task = nlohmann::json::object();  // the data source (make_data), kept for resume
+    std::int64_t batch = 8;
+    std::int64_t steps = 100;
+    std::uint64_t seed = 1;            // weights; the task has its own seed in `task`
+    double init_std = 0.02;
+    std::int64_t checkpoint_every = 0; // 0: only at the end
+    std::int64_t eval_sequences = 8;   // validation sequences of the trace
+    double sink_eps = 0.3;
+    std::int64_t threads = 0;          // 0: OpenMP's default
+    Parallelism parallel = Parallelism::sequences;
+    bool check_finite = true;
+
+    // Rejects impossible settings with a message naming the setting.
+    void validate(std::int64_t seq_len) const {
+        model.validate();
+        require(model.d_model % model.n_heads == 0 || model.architecture != "sinkscope",
+                "invalid config: d_model (" + std::to_string(model.d_model) + ") is not divisible by n_heads (" +
+                    std::to_string(model.n_heads) + ")");
+        const std::int64_t positions = seq_len + (model.attention == model::AttentionKind::sink_token ? 1 : 0);
+        require(positions <= model.context_length,
+                "invalid config: sequences of " + std::to_string(seq_len) + " tokens" +
+                    (positions > seq_len ? " plus the sink token" : "") + " exceed the context length " +
+                    std::to_string(model.context_length));
+        require(batch >= 1, "invalid config: batch must be >= 1");
+        require(steps >= 1, "invalid config: steps must be >= 1");
+        require(checkpoint_every >= 0, "invalid config: checkpoint_every must be >= 0");
+        require(eval_sequences >= 1, "invalid config: eval_sequences must be >= 1");
+        require(init_std > 0, "invalid config: init_std must be > 0");
+        optim.validate();
+        loss.validate(seq_len);
+    }
+
+    nlohmann::json to_json() const {
+        return {{"model", config_to_json(model)},
+                {"optim", {{"lr", optim.lr}, {"beta1", optim.beta1}, {"beta2", optim.beta2}, {"eps", optim.eps},
+                           {"weight_decay", optim.weight_decay}, {"grad_clip", optim.grad_clip},
+                           {"warmup_steps", optim.warmup_steps}, {"total_steps", optim.total_steps},
+                           {"min_lr_ratio", optim.min_lr_ratio}}},
+                {"loss", {{"begin", loss.begin}, {"end", loss.end}, {"skip_first", loss.skip_first}}},
+                {"task", task}, {"batch", batch}, {"steps", steps}, {"seed", seed}, {"init_std", init_std},
+                {"checkpoint_every", checkpoint_every}, {"eval_sequences", eval_sequences}, {"sink_eps", sink_eps},
+                {"threads", threads}, {"parallel", parallel == Parallelism::gemm ? "gemm" : "sequences"},
+                {"check_finite", check_finite}};
+    }
+    static TrainConfig from_json(const nlohmann::json& j) {
+        TrainConfig t;
+        t.model = config_from_json(j.at("model"));
+        const auto& o = j.at("optim");
+        t.optim.lr = o.at("lr"); t.optim.beta1 = o.at("beta1"); t.optim.beta2 = o.at("beta2"); t.optim.eps = o.at("eps");
+        t.optim.weight_decay = o.at("weight_decay"); t.optim.grad_clip = o.at("grad_clip");
+        t.optim.warmup_steps = o.at("warmup_steps"); t.optim.total_steps = o.at("total_steps");
+        t.optim.min_lr_ratio = o.at("min_lr_ratio");
+        const auto& l = j.at("loss");
+        t.loss = {l.at("begin").get<std::int64_t>(), l.at("end").get<std::int64_t>(), l.at("skip_first").get<bool>()};
+        t.task = j.at("task");
+        t.batch = j.at("batch"); t.steps = j.at("steps"); t.seed = j.at("seed"); t.init_std = j.at("init_std");
+        t.checkpoint_every = j.at("checkpoint_every"); t.eval_sequences = j.at("eval_sequences");
+        t.sink_eps = j.at("sink_eps"); t.threads = j.at("threads");
+        t.parallel = j.at("parallel").get<std::string>() == "gemm" ? Parallelism::gemm : Parallelism::sequences;
+        t.check_finite = j.at("check_finite");
+        return t;
+    }
+};
+
+// Builds the data source a task JSON describes:
+//   {"kind": "bigram-backcopy", "n_tokens": N, "seq_len": T, "triggers": k, "seed": s, "bos": true, "dirichlet": α}
+//   {"kind": "zipf", "n_tokens": N, "seq_len": T, "seed": s, "exponent": 1.0, "bos": true}
+//   {"kind": "text", "path": file, "vocab": V, "seq_len": T, "seed": s, "bos": id or -1}
+inline std::shared_ptr<DataSource> make_data(const nlohmann::json& t) {
+    const std::string kind = t.value("kind", "");
+    if (kind == "bigram-backcopy")
+        return std::make_shared<BigramBackcopy>(t.at("n_tokens").get<std::int64_t>(), t.at("seq_len").get<std::int64_t>(),
+                                                t.value("triggers", std::int64_t(3)), t.value("seed", std::uint64_t(1)),
+                                                t.value("bos", true), t.value("dirichlet", 0.2));
+    if (kind == "zipf")
+        return std::make_shared<ZipfUnigram>(t.at("n_tokens").get<std::int64_t>(), t.at("seq_len").get<std::int64_t>(),
+                                             t.value("seed", std::uint64_t(1)), t.value("exponent", 1.0), t.value("bos", true));
+    if (kind == "text")
+        return std::make_shared<TextCorpus>(t.at("path").get<std::string>(), t.at("vocab").get<std::int64_t>(),
+                                            t.at("seq_len").get<std::int64_t>(), t.value("seed", std::uint64_t(1)),
+                                            t.value("bos", std::int32_t(-1)));
+    throw Error("unknown task kind '" + kind + "' (bigram-backcopy, zipf or text)");
+}
+
+struct StepResult {
+    std::int64_t step = 0;       // the step just done (0-based)
+    double loss = 0;             // batch mean loss before the update
+    double grad_norm = 0;        // before clipping
+    double lr = 0;
+    double seconds = 0;
+    std::int64_t tokens = 0;     // B·T
+};
+
+// "blocks.2.mlp.hook_post" → "layer 2, operation mlp.hook_post"
+inline std::string describe_hook(const std::string& name) {
+    const std::int64_t l = model::hook_layer(name);
+    if (l < 0) return "operation " + name + " (outside the blocks)";
+    const std::size_t dot = name.find('.', 7);
+    return "layer " + std::to_string(l) + ", operation " + name.substr(dot + 1);
+}
+
+template <class T>
+class Trainer {
+public:
+    Trainer(TrainConfig cfg, std::shared_ptr<const DataSource> data) : cfg_(std::move(cfg)), data_(std::move(data)) {
+        require(data_ != nullptr, "trainer: no data source");
+        require(data_->vocab_size() <= cfg_.model.vocab_size,
+                "invalid config: the task needs a vocabulary of " + std::to_string(data_->vocab_size()) +
+                    " tokens but the model has " + std::to_string(cfg_.model.vocab_size));
+        cfg_.validate(data_->seq_len());
+        InitOptions io;
+        io.init_std = cfg_.init_std;
+        w_ = init_weights<T>(cfg_.model, cfg_.seed, io);
+        opt_ = AdamW<T>(cfg_.optim, w_);
+        setup_threads();
+    }
+
+    // Continues the run saved in `checkpoint` (its own settings; `data` must be the same task).
+    Trainer(const Checkpoint<T>& ck, std::shared_ptr<const DataSource> data)
+        : cfg_(TrainConfig::from_json(ck.run)), data_(std::move(data)) {
+        require(data_ != nullptr, "trainer: no data source");
+        cfg_.validate(data_->seq_len());
+        w_ = ck.weights;
+        opt_ = AdamW<T>(cfg_.optim, w_);
+        opt_.m() = ck.adam_m;
+        opt_.v() = ck.adam_v;
+        opt_.set_step(ck.optimizer_step);
+        step_ = ck.step;
+        setup_threads();
+    }
+
+    // One optimizer step on batch `step()`.
+    StepResult step() {
+        const auto t0 = std::chrono::steady_clock::now();
+        const std::int64_t B = cfg_.batch, T_in = data_->seq_len();
+        const double N = double(cfg_.loss.count(T_in) * B);
+        std::vector<double> loss(B, 0.0);
+        std::string fault;
+        for (auto& g : grads_) set_zero(g);
+        auto one = [&](std::int64_t b, std::size_t slot) {
+            const auto seq = data_->sequence(std::uint64_t(step_ * B + b));
+            const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
+            const auto& tape = recorders_[slot]->record(w_, in);
+            if (!tape.nonfinite.empty()) {
+                report(fault, "non-finite activation at step " + std::to_string(step_) + ", sequence " + std::to_string(b) +
+                                  ": " + describe_hook(tape.nonfinite) + " (hook " + tape.nonfinite + ")");
+                return;
+            }
+            model::Mat<T>& dlogits = dlogits_[slot];
+            loss[b] = cross_entropy<T>(&dlogits, tape.logits, target, cfg_.loss, T(1.0 / N)).sum;
+            backward(grads_[slot], dlogits, tape, w_, cfg_.model);
+        };
+        if (cfg_.parallel == Parallelism::sequences && grads_.size() > 1) {
+#pragma omp parallel for schedule(static) num_threads(int(grads_.size()))
+            for (std::int64_t b = 0; b < B; ++b) {
+#ifdef _OPENMP
+                const std::size_t slot = std::size_t(omp_get_thread_num());
+#else
+                const std::size_t slot = 0;
+#endif
+                try { one(b, slot); } catch (const std::exception& e) { report(fault, e.what()); }
+            }
+        } else {
+            for (std::int64_t b = 0; b < B; ++b) one(b, 0);
+        }
+        if (!fault.empty()) throw Error(fault);
+        for (std::size_t i = 1; i < grads_.size(); ++i) add_gradients(grads_[0], grads_[i]);
+
+        double sum = 0;
+        for (double l : loss) sum += l;
+        StepResult r;
+        r.step = step_;
+        r.loss = sum / N;
+        if (!std::isfinite(r.loss)) throw Error("non-finite loss at step " + std::to_string(step_) + ": " + std::to_string(r.loss));
+        r.grad_norm = clip_gradients(grads_[0], cfg_.optim.grad_clip);
+        if (!std::isfinite(r.grad_norm)) {
+            std::string where = "?";
+            for (auto& t : tensor_refs(grads_[0]))
+                if (!Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(t.data, t.size).allFinite()) { where = t.name; break; }
+            throw Error("non-finite gradient at step " + std::to_string(step_) + ": parameter " + where);
+        }
+        r.lr = learning_rate(cfg_.optim, step_);
+        opt_.update(w_, grads_[0], r.lr);
+        ++step_;
+        r.tokens = B * T_in;
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return r;
+    }
+
+    // The trace of the current weights on the first eval_sequences validation sequences.
+    TraceRecord trace(double train_loss = 0) const {
+        std::vector<std::vector<std::int32_t>> seqs;
+        for (std::int64_t i = 0; i < cfg_.eval_sequences; ++i) seqs.push_back(data_->sequence(std::uint64_t(i), true));
+        TraceRecord r = measure_trace(cfg_.model, w_, seqs, cfg_.loss, cfg_.sink_eps);
+        r.step = step_;
+        r.train_loss = train_loss;
+        require(std::isfinite(r.val_loss), "non-finite validation loss at step " + std::to_string(step_));
+        return r;
+    }
+
+    // The random state of a run is its data stream position: sequence i is drawn from
+    // stream_seed(task seed, i), and the next step starts at i = step·B (weights were drawn at init).
+    std::string rng_state() const {
+        return nlohmann::json{{"generator", "mt19937_64 seeded by stream_seed(task.seed, sequence index)"},
+                              {"next_sequence", step_ * cfg_.batch}}.dump();
+    }
+    void save(const std::string& path) { save_checkpoint(path, cfg_.model, w_, opt_, step_, cfg_.to_json(), rng_state()); }
+
+    std::int64_t current_step() const { return step_; }
+    const TrainConfig& config() const { return cfg_; }
+    model::Weights<T>& weights() { return w_; }
+    const model::Weights<T>& weights() const { return w_; }
+    AdamW<T>& optimizer() { return opt_; }
+    const DataSource& data() const { return *data_; }
+    std::size_t threads() const { return grads_.size(); }
+
+private:
+    static void report(std::string& fault, const std::string& what) {
+#pragma omp critical(sinkscope_trainer_fault)
+        if (fault.empty()) fault = what;
+    }
+    void setup_threads() {
+        std::size_t n = 1;
+#ifdef _OPENMP
+        const int avail = cfg_.threads > 0 ? int(cfg_.threads) : omp_get_max_threads();
+        if (cfg_.parallel == Parallelism::sequences) n = std::size_t(std::max(1, std::min<int>(avail, int(cfg_.batch))));
+        Eigen::setNbThreads(cfg_.parallel == Parallelism::gemm ? avail : 1);
+        if (cfg_.parallel == Parallelism::gemm) omp_set_num_threads(avail);
+#endif
+        grads_.clear();
+        recorders_.clear();
+        for (std::size_t i = 0; i < n; ++i) {
+            grads_.push_back(zeros_like(w_));
+            recorders_.push_back(std::make_unique<TapeRecorder<T>>(cfg_.model, cfg_.check_finite));
+        }
+        dlogits_.resize(n);
+    }
+
+    TrainConfig cfg_;
+    std::shared_ptr<const DataSource> data_;
+    model::Weights<T> w_;
+    AdamW<T> opt_;
+    std::int64_t step_ = 0;
+    std::vector<model::Weights<T>> grads_;
+    std::vector<std::unique_ptr<TapeRecorder<T>>> recorders_;
+    std::vector<model::Mat<T>> dlogits_;
+};
+
+// The run loop used by tools/train.cpp: trains to cfg.steps from wherever `trainer` is, writing
+// <out>/checkpoint.safetensors and a trace record at step 0 (fresh runs), every checkpoint_every steps
+// and at the end. `progress` gets every StepResult (for the progress line).
+template <class T>
+void run_training(Trainer<T>& trainer, const std::string& out, const std::function<void(const StepResult&)>& progress) {
+    std::filesystem::create_directories(out);
+    const auto& cfg = trainer.config();
+    {
+        std::ofstream f(out + "/run.json");
+        f << cfg.to_json().dump(2) << "\n";
+    }
+    auto checkpoint = [&](double train_loss) {
+        append_trace(out, trainer.trace(train_loss));
+        trainer.save(out + "/checkpoint.safetensors");
+    };
+    if (trainer.current_step() == 0) append_trace(out, trainer.trace(0.0));
+    double recent = 0;
+    std::int64_t recent_n = 0;
+    while (trainer.current_step() < cfg.steps) {
+        const StepResult r = trainer.step();
+        recent += r.loss;
+        ++recent_n;
+        if (progress) progress(r);
+        const std::int64_t done = trainer.current_step();
+        if ((cfg.checkpoint_every > 0 && done % cfg.checkpoint_every == 0) || done == cfg.steps) {
+            checkpoint(recent / double(std::max<std::int64_t>(1, recent_n)));
+            recent = 0;
+            recent_n = 0;
+        }
+    }
+}
+
+}  // namespace sinkscope::train

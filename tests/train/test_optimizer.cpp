@@ -1,0 +1,94 @@
+// AdamW, the schedule, clipping and the loss, against their defining formulas (exact math).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sinkscope/train/loss.hpp>
+#include <sinkscope/train/optimizer.hpp>
+
+#include "train/train_test_util.hpp"
+
+using namespace sinkscope;
+using namespace sinkscope::train;
+using model::Mat;
+
+TEST_CASE("schedule: linear warmup, then cosine down to min_lr_ratio", "[train][optimizer]") {
+    AdamWConfig o;
+    o.lr = 1e-3; o.warmup_steps = 10; o.total_steps = 110; o.min_lr_ratio = 0.1;
+    CHECK(learning_rate(o, 0) == Approx(1e-4));
+    CHECK(learning_rate(o, 9) == Approx(1e-3));
+    CHECK(learning_rate(o, 10) == Approx(1e-3));
+    CHECK(learning_rate(o, 60) == Approx(1e-4 + 0.5 * 9e-4));  // half-way: cos(π/2) = 0
+    CHECK(learning_rate(o, 110) == Approx(1e-4));
+    CHECK(learning_rate(o, 500) == Approx(1e-4));
+    for (std::int64_t s = 11; s < 110; ++s) CHECK(learning_rate(o, s) < learning_rate(o, s - 1));
+}
+
+TEST_CASE("AdamW: one step equals the formula; matrices decay, vectors do not", "[train][optimizer]") {
+    model::Config c = test::tiny_llama_config();
+    c.n_layers = 1;
+    auto w = init_weights<double>(c, 1);
+    auto g = zeros_like(w);
+    const double p_mat = w.layers[0].wq(0, 0), p_vec = w.layers[0].attn_norm.weight(0);
+    g.layers[0].wq(0, 0) = 0.5;
+    g.layers[0].attn_norm.weight(0) = -0.25;
+    AdamWConfig o;
+    o.lr = 0.1; o.beta1 = 0.9; o.beta2 = 0.99; o.eps = 1e-8; o.weight_decay = 0.2;
+    AdamW<double> opt(o, w);
+    opt.update(w, g, 0.1);
+    // m̂ = g, v̂ = g² after one step: the update is lr·g/(|g| + ε) after decay p ← p(1 − lr·λ)
+    CHECK(w.layers[0].wq(0, 0) == Approx(p_mat * (1 - 0.1 * 0.2) - 0.1 * 0.5 / (0.5 + 1e-8)).epsilon(1e-14));
+    CHECK(w.layers[0].attn_norm.weight(0) == Approx(p_vec + 0.1 * 0.25 / (0.25 + 1e-8)).epsilon(1e-14));
+    // an untouched matrix entry only decays
+    const double before = init_weights<double>(c, 1).layers[0].wk(1, 1);
+    CHECK(w.layers[0].wk(1, 1) == Approx(before * (1 - 0.02)).epsilon(1e-14));
+    CHECK(opt.step() == 1);
+    CHECK(decays("tok_embed", true));
+    CHECK(decays("unembed", true));
+    CHECK(decays("blocks.0.mlp.W_in", true));
+    CHECK_FALSE(decays("blocks.0.attn.sink_kv", true));
+    CHECK_FALSE(decays("blocks.0.ln1.weight", false));
+    CHECK_FALSE(decays("sink_embed", false));
+}
+
+TEST_CASE("clipping scales the global norm down to the limit and leaves small gradients alone", "[train][optimizer]") {
+    model::Config c = test::tiny_llama_config();
+    auto g = test::random_test_weights<double>(c, 3);
+    const double norm = gradient_norm(g);
+    double direct = 0;
+    for (auto& r : tensor_refs(g)) for (std::int64_t i = 0; i < r.size; ++i) direct += r.data[i] * r.data[i];
+    CHECK(norm == Approx(std::sqrt(direct)).epsilon(1e-12));
+    CHECK(clip_gradients(g, norm / 4) == Approx(norm).epsilon(1e-12));
+    CHECK(gradient_norm(g) == Approx(norm / 4).epsilon(1e-6));
+    const double n2 = gradient_norm(g);
+    clip_gradients(g, 10 * n2);
+    CHECK(gradient_norm(g) == Approx(n2).epsilon(1e-15));
+}
+
+TEST_CASE("cross-entropy: log V for uniform logits, masks, gradient rows", "[train][loss]") {
+    const std::int64_t T = 6, V = 5;
+    Mat<double> logits = Mat<double>::Constant(T, V, 0.7);
+    const std::vector<std::int32_t> y{0, 1, 2, 3, 4, 0};
+    Mat<double> d;
+    const LossMask all{};
+    auto l = cross_entropy<double>(&d, logits, y, all, 1.0 / 6);
+    CHECK(l.count == 6);
+    CHECK(l.mean() == Approx(std::log(5.0)).epsilon(1e-14));
+    CHECK(d(2, 2) == Approx((0.2 - 1) / 6).epsilon(1e-14));
+    CHECK(d(2, 3) == Approx(0.2 / 6).epsilon(1e-14));
+    const LossMask tnlm{0, -1, true}, window{2, 5, false}, both{1, 4, true};
+    CHECK(tnlm.count(T) == 5);
+    CHECK(window.count(T) == 3);
+    CHECK(both.count(T) == 3);
+    cross_entropy<double>(&d, logits, y, window, 1.0);
+    CHECK(d.row(0).cwiseAbs().sum() == 0.0);
+    CHECK(d.row(5).cwiseAbs().sum() == 0.0);
+    CHECK(d.row(3).cwiseAbs().sum() > 0.0);
+    // a non-uniform row against a long-double log-sum-exp
+    logits.row(1) << 3.0, -1.0, 0.5, 2.0, -4.0;
+    long double z = 0;
+    for (int j = 0; j < 5; ++j) z += std::exp((long double)logits(1, j));
+    const LossMask row1{1, 2, false};
+    CHECK(cross_entropy<double>(nullptr, logits, y, row1, 1.0).sum == Approx(double(std::log(z) - logits(1, 1))).epsilon(1e-14));
+    CHECK_THROWS_WITH(LossMask({3, 3, false}).validate(T), Catch::Contains("empty"));
+    CHECK_THROWS_WITH(LossMask({6, -1, false}).validate(T), Catch::Contains("no position"));
+}

@@ -1,0 +1,283 @@
+// sinkscope-train — trains the sinkscope transformer from scratch on the CPU and records the
+// attention-sink / residual-peak trace (Paper A §A4, Paper B §B6, Guo et al.'s Bigram-Backcopy).
+//
+//   sinkscope-train --task bigram-backcopy --steps 600 --out runs/bb          a fresh run
+//   sinkscope-train --resume --out runs/bb                                  continue it (same settings)
+//   sinkscope-train --smoke --out /tmp/smoke                                a seconds-long end-to-end run
+//   sinkscope-train --prepare-text data/corpus/python_docs.txt --tokens data/corpus/python_docs.u16
+//                                                                          byte-level tokens for --task text
+// Every architecture switch of model::Config has a flag; `--help` lists them with their defaults.
+// The run directory gets run.json, checkpoint.safetensors (atomic), trace.jsonl and trace.csv.
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <sinkscope/train.hpp>
+
+using namespace sinkscope;
+namespace fs = std::filesystem;
+
+namespace {
+
+template <class E>
+std::map<std::string, E> enum_map(std::initializer_list<E> all) {
+    std::map<std::string, E> m;
+    for (E e : all) m.emplace(model::to_string(e), e);
+    return m;
+}
+
+std::string hms(double s) {
+    if (!std::isfinite(s) || s < 0) return "?";
+    const long t = long(s + 0.5);
+    std::ostringstream os;
+    if (t >= 3600) os << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
+    else if (t >= 60) os << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
+    else os << t << "s";
+    return os.str();
+}
+
+// Byte-level tokens: each UTF-8 byte is its own id (0..255); BOS is 256. Written as uint16 little-endian.
+int prepare_text(const std::string& in, const std::string& out) {
+    std::ifstream f(in, std::ios::binary);
+    if (!f) throw Error("cannot open the text", {in, "", {}});
+    std::ofstream o(out + ".tmp", std::ios::binary);
+    if (!o) throw Error("cannot write the token file", {out + ".tmp", "", {}});
+    std::int64_t n = 0;
+    char buf[1 << 16];
+    while (f.read(buf, sizeof buf) || f.gcount() > 0) {
+        for (std::streamsize i = 0; i < f.gcount(); ++i) {
+            const unsigned char b = static_cast<unsigned char>(buf[i]);
+            const char le[2] = {char(b), 0};
+            o.write(le, 2);
+            ++n;
+        }
+    }
+    o.close();
+    fs::rename(out + ".tmp", out);
+    std::cout << "prepare-text: " << n << " byte tokens (vocabulary 257, BOS = 256) -> " << out << "\n";
+    return 0;
+}
+
+void print_summary(const train::TraceRecord& r, const model::Config& c) {
+    std::cout << "\ntrace at step " << r.step << " (validation loss " << std::fixed << std::setprecision(4) << r.val_loss
+              << ", eps = 0.3):\n"
+              << " layer  sink_rate  mean_alpha0   top1 |x| (ch, pos)   top2      top3     median|x|  |x_0|     mean|x_t>0|\n";
+    for (std::size_t l = 0; l < r.layers.size(); ++l) {
+        const auto& L = r.layers[l];
+        double ma = 0;
+        for (double a : L.alpha0) ma += a / double(L.alpha0.size());
+        std::cout << std::setw(6) << l << std::setw(10) << std::setprecision(3) << L.sink_rate << std::setw(12) << ma
+                  << std::setw(11) << std::setprecision(2) << L.top[0].value << " (" << L.top[0].channel << ", "
+                  << L.top[0].position << ")" << std::setw(10) << L.top[1].value << std::setw(10) << L.top[2].value
+                  << std::setw(11) << std::setprecision(3) << L.median_abs << std::setw(10) << std::setprecision(2)
+                  << L.p0_norm << std::setw(12) << L.rest_norm << "\n";
+    }
+    std::cout.unsetf(std::ios::floatfield);
+    (void)c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"sinkscope-train: train the sinkscope transformer from scratch and trace its attention sinks"};
+    app.get_formatter()->column_width(36);
+
+    model::Config c;
+    c.architecture = "sinkscope";
+    c.n_layers = 2; c.d_model = 128; c.n_heads = 4; c.n_kv_heads = 0; c.head_dim = 0; c.d_ff = 0;
+    train::TrainConfig t;
+    t.steps = 600; t.batch = 8; t.optim.lr = 3e-3; t.optim.warmup_steps = 30; t.optim.weight_decay = 0.1;
+    t.optim.beta2 = 0.95; t.checkpoint_every = 100; t.eval_sequences = 8;
+    std::string task = "bigram-backcopy", text_tokens, prepare, tokens_out, out, window, parallel = "sequences";
+    std::int64_t seq_len = 128, n_tokens = 64, triggers = 3, text_vocab = 257, text_bos = 256, log_every = 10;
+    double dirichlet = 0.2, zipf_s = 1.0;
+    std::uint64_t task_seed = 1;
+    bool no_bos = false, resume = false, smoke = false, untied = false, quiet = false, dbl = false;
+
+    // ---- model ----
+    app.add_option("--layers", c.n_layers, "transformer blocks")->capture_default_str()->group("Model");
+    app.add_option("--d-model", c.d_model, "residual width d")->capture_default_str()->group("Model");
+    app.add_option("--heads", c.n_heads, "query heads H")->capture_default_str()->group("Model");
+    app.add_option("--kv-heads", c.n_kv_heads, "key/value heads (GQA); 0: = heads")->capture_default_str()->group("Model");
+    app.add_option("--head-dim", c.head_dim, "head dimension d_h; 0: d / H")->capture_default_str()->group("Model");
+    app.add_option("--d-ff", c.d_ff, "FFN width; 0: 8d/3 rounded to 8 (SwiGLU) or 4d (GELU)")->capture_default_str()->group("Model");
+    app.add_option("--context", c.context_length, "context length; 0: the sequence length (+1 with a sink token)")->group("Model");
+    app.add_option("--norm", c.norm, "rmsnorm | layernorm | dynamic_tanh")
+        ->transform(CLI::CheckedTransformer(enum_map({model::NormKind::rmsnorm, model::NormKind::layernorm, model::NormKind::dynamic_tanh})))
+        ->capture_default_str()->group("Model");
+    app.add_option("--placement", c.norm_placement, "pre | post | sandwich")
+        ->transform(CLI::CheckedTransformer(enum_map({model::NormPlacement::pre, model::NormPlacement::post, model::NormPlacement::sandwich})))
+        ->capture_default_str()->group("Model");
+    app.add_option("--norm-eps", c.norm_eps, "norm epsilon")->capture_default_str()->group("Model");
+    app.add_flag("--qk-norm", c.qk_norm, "per-head RMSNorm of q and k (Qwen3)")->group("Model");
+    app.add_option("--dyt-alpha-attn", c.dyt_alpha0_attn, "DynamicTanh initial alpha, attention-block norms")->capture_default_str()->group("Model");
+    app.add_option("--dyt-alpha-other", c.dyt_alpha0_other, "DynamicTanh initial alpha, FFN and final norms")->capture_default_str()->group("Model");
+    app.add_option("--ffn", c.ffn, "swiglu | gelu | linear | none")
+        ->transform(CLI::CheckedTransformer(enum_map({model::FfnKind::swiglu, model::FfnKind::gelu, model::FfnKind::linear, model::FfnKind::none})))
+        ->capture_default_str()->group("Model");
+    app.add_option("--activation", c.activation, "silu | gelu_tanh | gelu_erf (of SwiGLU's gate or the GELU FFN)")
+        ->transform(CLI::CheckedTransformer(enum_map({model::Activation::silu, model::Activation::gelu_tanh, model::Activation::gelu_erf})))
+        ->capture_default_str()->group("Model");
+    app.add_option("--attention", c.attention, "softmax | softmax_off_by_one | sink_token | kv_bias")
+        ->transform(CLI::CheckedTransformer(enum_map({model::AttentionKind::softmax, model::AttentionKind::softmax_off_by_one,
+                                                      model::AttentionKind::sink_token, model::AttentionKind::kv_bias})))
+        ->capture_default_str()->group("Model");
+    app.add_option("--gate", c.gate, "none | per_head | per_channel | static_per_head | static_per_channel")
+        ->transform(CLI::CheckedTransformer(enum_map({model::GateKind::none, model::GateKind::per_head, model::GateKind::per_channel,
+                                                      model::GateKind::static_per_head, model::GateKind::static_per_channel})))
+        ->capture_default_str()->group("Model");
+    app.add_option("--window", c.sliding_window, "sliding attention window (0: full causal)")->capture_default_str()->group("Model");
+    app.add_option("--positions", c.positions, "rope | learned | none")
+        ->transform(CLI::CheckedTransformer(enum_map({model::PositionKind::rope, model::PositionKind::learned, model::PositionKind::none})))
+        ->capture_default_str()->group("Model");
+    app.add_option("--rope-base", c.rope_base, "RoPE base")->capture_default_str()->group("Model");
+    app.add_option("--force-sink", c.force_sink_channels, "Paper A v2 force-sink: channels reserved for position 0 (0: off)")->capture_default_str()->group("Model");
+    app.add_flag("--untied", untied, "separate output head (default: tied to the token embedding)")->group("Model");
+    app.add_flag("--qkv-bias", c.qkv_bias, "biases on q, k, v")->group("Model");
+    app.add_flag("--out-bias", c.out_bias, "bias on the attention output projection")->group("Model");
+    app.add_flag("--mlp-bias", c.mlp_bias, "FFN biases")->group("Model");
+    app.add_flag("--norm-bias", c.norm_bias, "LayerNorm / DynamicTanh bias")->group("Model");
+    app.add_option("--init-std", t.init_std, "weight init standard deviation")->capture_default_str()->group("Model");
+
+    // ---- data ----
+    app.add_option("--task", task, "bigram-backcopy | zipf | text")
+        ->check(CLI::IsMember({"bigram-backcopy", "zipf", "text"}))->capture_default_str()->group("Data");
+    app.add_option("--seq-len", seq_len, "tokens per training sequence T")->capture_default_str()->group("Data");
+    app.add_option("--n-tokens", n_tokens, "synthetic tasks: ordinary tokens (the vocabulary adds BOS)")->capture_default_str()->group("Data");
+    app.add_option("--triggers", triggers, "bigram-backcopy: trigger tokens k")->capture_default_str()->group("Data");
+    app.add_option("--dirichlet", dirichlet, "bigram-backcopy: Dirichlet concentration of the bigram rows")->capture_default_str()->group("Data");
+    app.add_option("--zipf-exponent", zipf_s, "zipf: exponent s of p(i) ∝ (i+1)^-s")->capture_default_str()->group("Data");
+    app.add_flag("--no-bos", no_bos, "synthetic tasks: no [BOS] at position 0")->group("Data");
+    app.add_option("--task-seed", task_seed, "seed of the task (bigram table, data stream)")->capture_default_str()->group("Data");
+    app.add_option("--text-tokens", text_tokens, "text: uint16 token file (see --prepare-text)")->group("Data");
+    app.add_option("--text-vocab", text_vocab, "text: vocabulary size of the token file")->capture_default_str()->group("Data");
+    app.add_option("--text-bos", text_bos, "text: BOS id prepended to each window (-1: none)")->capture_default_str()->group("Data");
+    app.add_option("--prepare-text", prepare, "write byte-level tokens of this UTF-8 text file to --tokens, then exit")->group("Data");
+    app.add_option("--tokens", tokens_out, "output of --prepare-text")->group("Data");
+
+    // ---- optimisation ----
+    app.add_option("--steps", t.steps, "optimizer steps")->capture_default_str()->group("Optimisation");
+    app.add_option("--batch", t.batch, "sequences per step B")->capture_default_str()->group("Optimisation");
+    app.add_option("--lr", t.optim.lr, "peak learning rate")->capture_default_str()->group("Optimisation");
+    app.add_option("--min-lr-ratio", t.optim.min_lr_ratio, "final lr / peak lr (cosine)")->capture_default_str()->group("Optimisation");
+    app.add_option("--warmup", t.optim.warmup_steps, "linear warmup steps")->capture_default_str()->group("Optimisation");
+    app.add_option("--beta1", t.optim.beta1, "AdamW beta1")->capture_default_str()->group("Optimisation");
+    app.add_option("--beta2", t.optim.beta2, "AdamW beta2")->capture_default_str()->group("Optimisation");
+    app.add_option("--weight-decay", t.optim.weight_decay, "decoupled weight decay (weight matrices and embeddings only)")->capture_default_str()->group("Optimisation");
+    app.add_option("--clip", t.optim.grad_clip, "global gradient-norm clip (<= 0: off)")->capture_default_str()->group("Optimisation");
+    app.add_option("--loss-window", window, "loss only on positions [a,b) of each sequence, as a,b (b = -1: to the end)")->group("Optimisation");
+    app.add_flag("--tnlm", t.loss.skip_first, "Paper A v2 TNLM: no loss at position 0")->group("Optimisation");
+
+    // ---- run ----
+    app.add_option("--seed", t.seed, "seed of the initial weights")->capture_default_str()->group("Run");
+    app.add_option("--out", out, "run directory (run.json, checkpoint.safetensors, trace.jsonl, trace.csv)")->group("Run");
+    app.add_flag("--resume", resume, "continue the run in --out from its checkpoint (its saved settings win)")->group("Run");
+    app.add_option("--checkpoint-every", t.checkpoint_every, "steps between checkpoints + trace records (0: end only)")->capture_default_str()->group("Run");
+    app.add_option("--eval-sequences", t.eval_sequences, "validation sequences of the trace")->capture_default_str()->group("Run");
+    app.add_option("--threads", t.threads, "threads (0: OpenMP default)")->capture_default_str()->group("Run");
+    app.add_option("--parallel", parallel, "sequences | gemm: OpenMP over sequences or inside the GEMMs")
+        ->check(CLI::IsMember({"sequences", "gemm"}))->capture_default_str()->group("Run");
+    app.add_option("--log-every", log_every, "steps between progress lines")->capture_default_str()->group("Run");
+    app.add_flag("--double", dbl, "train in double precision (slow; for checks)")->group("Run");
+    app.add_flag("--no-check-finite", [&](std::int64_t) { t.check_finite = false; }, "skip the per-activation NaN/inf check")->group("Run");
+    app.add_flag("--smoke", smoke, "tiny model, 20 steps: an end-to-end check in seconds")->group("Run");
+    app.add_flag("--quiet", quiet, "no progress lines")->group("Run");
+
+    CLI11_PARSE(app, argc, argv);
+
+    try {
+        if (!prepare.empty()) {
+            if (tokens_out.empty()) throw Error("--prepare-text needs --tokens FILE");
+            return prepare_text(prepare, tokens_out);
+        }
+        if (out.empty()) throw Error("--out DIR is required");
+        auto go = [&](auto precision) -> int {
+            using T = decltype(precision);
+            std::unique_ptr<train::Trainer<T>> tr;
+            if (resume) {
+                const std::string ck_path = out + "/checkpoint.safetensors";
+                if (!fs::exists(ck_path)) throw Error("--resume: no checkpoint in the run directory", {ck_path, "", {}});
+                const auto ck = train::load_checkpoint<T>(ck_path);
+                const auto cfg = train::TrainConfig::from_json(ck.run);
+                tr = std::make_unique<train::Trainer<T>>(ck, train::make_data(cfg.task));
+                std::cout << "resumed " << ck_path << " at step " << ck.step << "\n";
+            } else {
+                if (smoke) {
+                    c.n_layers = 2; c.d_model = 32; c.n_heads = 2; seq_len = 32; n_tokens = 16; t.steps = 20; t.batch = 4;
+                    t.checkpoint_every = 10; t.optim.warmup_steps = 2; t.eval_sequences = 2;
+                }
+                if (c.n_kv_heads == 0) c.n_kv_heads = c.n_heads;
+                if (c.head_dim == 0) {
+                    if (c.d_model % c.n_heads != 0)
+                        throw Error("invalid config: d_model (" + std::to_string(c.d_model) + ") is not divisible by n_heads (" +
+                                    std::to_string(c.n_heads) + ")");
+                    c.head_dim = c.d_model / c.n_heads;
+                }
+                if (c.d_ff == 0) c.d_ff = c.ffn == model::FfnKind::gelu ? 4 * c.d_model : ((8 * c.d_model / 3 + 7) / 8) * 8;
+                if (c.context_length == 0) c.context_length = seq_len + (c.attention == model::AttentionKind::sink_token ? 1 : 0);
+                c.tied_embeddings = !untied;
+                if (task == "text") {
+                    if (text_tokens.empty()) throw Error("--task text needs --text-tokens FILE (make one with --prepare-text)");
+                    t.task = {{"kind", "text"}, {"path", fs::absolute(text_tokens).string()}, {"vocab", text_vocab},
+                              {"seq_len", seq_len}, {"seed", task_seed}, {"bos", text_bos}};
+                    c.vocab_size = text_vocab;
+                } else {
+                    t.task = {{"kind", task}, {"n_tokens", n_tokens}, {"seq_len", seq_len}, {"seed", task_seed}, {"bos", !no_bos}};
+                    if (task == "bigram-backcopy") { t.task["triggers"] = triggers; t.task["dirichlet"] = dirichlet; }
+                    else t.task["exponent"] = zipf_s;
+                    c.vocab_size = n_tokens + 1;
+                }
+                if (!window.empty()) {
+                    const auto comma = window.find(',');
+                    if (comma == std::string::npos) throw Error("--loss-window wants a,b");
+                    t.loss.begin = std::stoll(window.substr(0, comma));
+                    t.loss.end = std::stoll(window.substr(comma + 1));
+                }
+                t.parallel = parallel == "gemm" ? train::Parallelism::gemm : train::Parallelism::sequences;
+                t.optim.total_steps = t.steps;
+                t.model = c;
+                tr = std::make_unique<train::Trainer<T>>(t, train::make_data(t.task));
+            }
+            const auto& cfg = tr->config();
+            std::cout << "model:  " << cfg.model.describe() << "\n"
+                      << "        " << model::parameter_count(tr->weights()) << " parameters, "
+                      << (std::is_same_v<T, float> ? "float" : "double") << ", " << tr->threads() << " thread(s) over "
+                      << (cfg.parallel == train::Parallelism::gemm ? "GEMMs" : "sequences") << "\n"
+                      << "data:   " << tr->data().describe() << ", batch " << cfg.batch << "\n"
+                      << "optim:  AdamW lr " << cfg.optim.lr << " (warmup " << cfg.optim.warmup_steps << ", cosine to "
+                      << cfg.optim.min_lr_ratio << "x), betas " << cfg.optim.beta1 << "/" << cfg.optim.beta2 << ", wd "
+                      << cfg.optim.weight_decay << ", clip " << cfg.optim.grad_clip << "; loss window [" << cfg.loss.begin << ", "
+                      << cfg.loss.end << ")" << (cfg.loss.skip_first ? " + TNLM" : "") << "\n"
+                      << "run:    " << out << ", " << cfg.steps << " steps, checkpoint every " << cfg.checkpoint_every << "\n";
+            const auto t0 = std::chrono::steady_clock::now();
+            const std::int64_t first = tr->current_step();
+            double tokens = 0;
+            train::run_training<T>(*tr, out, [&](const train::StepResult& r) {
+                tokens += double(r.tokens);
+                const std::int64_t done = r.step + 1;
+                if (quiet || (done % log_every != 0 && done != cfg.steps && done != first + 1)) return;
+                const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                const double per_step = el / double(done - first);
+                std::printf("step %6lld/%lld | loss %.4f | lr %.2e | |g| %.3f | %.0f tok/s | elapsed %s | ETA %s\n",
+                            (long long)done, (long long)cfg.steps, r.loss, r.lr, r.grad_norm, tokens / el, hms(el).c_str(),
+                            hms(per_step * double(cfg.steps - done)).c_str());
+                std::fflush(stdout);
+            });
+            const auto last = tr->trace();
+            print_summary(last, cfg.model);
+            std::cout << "\nwrote " << out << "/checkpoint.safetensors, trace.jsonl, trace.csv\n";
+            return 0;
+        };
+        return dbl ? go(double{}) : go(float{});
+    } catch (const std::exception& e) {
+        std::cerr << "sinkscope-train: " << e.what() << "\n";
+        return 1;
+    }
+}
