@@ -79,3 +79,13 @@ TEST_CASE("pca recovers a planted direction; spectra and energy dimension", "[an
     CHECK(projection_share(B, q) == Approx(0.25));
     CHECK(projection_share(top_subspace(K, 2), q) == Approx(0.5));
 }
+
+TEST_CASE("pearson of exact linear relations and of a hand-worked case", "[analysis][geometry]") {
+    const std::vector<double> x{1, 2, 3, 4};
+    CHECK(pearson(x, {3, 5, 7, 9}) == Approx(1.0));
+    CHECK(pearson(x, {4, 3, 2, 1}) == Approx(-1.0));
+    // x = (1,2,3), y = (1,3,2): cov = 0.5/… → r = 0.5
+    CHECK(pearson({1, 2, 3}, {1, 3, 2}) == Approx(0.5));
+    CHECK(pearson(x, {2, 2, 2, 2}) == 0.0);
+    CHECK_THROWS_AS(pearson({1.0}, {1.0}), sinkscope::Error);
+}

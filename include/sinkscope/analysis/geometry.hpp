@@ -10,6 +10,7 @@
 //   top_subspace(X, r)           orthonormal basis (r × d) of the top-r eigenvectors of (1/n) XᵀX
 //   projection_share(B, x)       ‖Bᵀ B x‖² / ‖x‖² = ‖B x‖² / ‖x‖² for an orthonormal basis B (rows)
 //   energy_share(x, C)           Σ_{i∈C} x_i² / ‖x‖²
+//   pearson(x, y)                cov(x, y) / (σ_x σ_y)   (0 when either is constant)
 // Every function throws sinkscope::Error on empty or mismatched input and on zero vectors whose
 // direction is needed; none returns a silent NaN.
 #pragma once
@@ -155,6 +156,21 @@ inline double projection_share(const RowMatrixXd& basis, const Eigen::VectorXd& 
     const double n = x.squaredNorm();
     require(n > 0 && std::isfinite(n), "projection_share: zero or non-finite vector");
     return std::clamp((basis * x).squaredNorm() / n, 0.0, 1.0);
+}
+
+inline double pearson(const std::vector<double>& x, const std::vector<double>& y) {
+    require(x.size() == y.size() && x.size() >= 2, "pearson: needs two series of the same length >= 2");
+    const double n = double(x.size());
+    double mx = 0, my = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) { mx += x[i]; my += y[i]; }
+    mx /= n; my /= n;
+    double sxy = 0, sxx = 0, syy = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        sxy += (x[i] - mx) * (y[i] - my); sxx += (x[i] - mx) * (x[i] - mx); syy += (y[i] - my) * (y[i] - my);
+    }
+    require(std::isfinite(sxy) && std::isfinite(sxx) && std::isfinite(syy), "pearson: non-finite input");
+    if (!(sxx > 0) || !(syy > 0)) return 0.0;
+    return std::clamp(sxy / std::sqrt(sxx * syy), -1.0, 1.0);
 }
 
 }  // namespace sinkscope::analysis
