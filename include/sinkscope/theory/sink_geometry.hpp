@@ -1,0 +1,282 @@
+// From sparse hidden states to attention sinks (paper B, claim B5) and the Gu et al. sink rate.
+//
+// Statements and derivations: theory/sink_geometry.md. In short:
+//   (G1) sink mass from logits z (n keys, sink s): p_s = e^{z_s} / sum_j e^{z_j} exactly, and with
+//        Delta = z_s - mean_{j != s} z_j, Delta_max = z_s - max_{j != s} z_j:
+//        sigma(Delta_max - log(n-1)) <= p_s <= sigma(Delta - log(n-1)) = e^Delta / (e^Delta + n - 1)
+//        (upper: Jensen; both equalities iff all other logits are equal)
+//   (G2) the sink-key subspace: uncentred PCA of sink keys, dimension = the smallest r whose top-r
+//        components explain >= `threshold` (default 90%) of sum ||k||^2
+//   (G3) query alignment of a head: mean over queries of ||P_S q|| / ||q|| in [0, 1]
+//   (G4) predicted sink head: alignment to S exceeds alignment to the same-dimension principal
+//        subspace of ordinary keys (+ margin) and the mean logit gap q.(k_sink - k_ordinary)/sqrt(d_h) > 0
+//   (G5) Gu sink rate: alpha_k = (1/(T-k)) sum_{t >= k} A[t,k] (0-based: T - k terms),
+//        Sink^eps_k = fraction of (layer, head) with alpha_k > eps; Sink^eps_k[l:] over layers >= l.
+#pragma once
+
+#include <Eigen/Core>
+#include <Eigen/Eigenvalues>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "sinkscope/core/error.hpp"
+#include "sinkscope/theory/common.hpp"
+
+namespace sinkscope::theory {
+
+// ---- G1: sink mass from logits --------------------------------------------------------------
+
+struct SinkMass {
+    double exact = 0;         // p_s = softmax(z)_s
+    double jensen_upper = 0;  // e^Delta / (e^Delta + n - 1) >= p_s
+    double max_lower = 0;     // e^Delta_max / (e^Delta_max + n - 1) <= p_s
+    double delta = 0;         // z_s - mean_{j != s} z_j
+    double delta_max = 0;     // z_s - max_{j != s} z_j
+    Index n = 0;              // number of keys
+};
+
+namespace detail {
+inline double logistic(double x) {  // sigma(x) without overflow
+    if (x >= 0) return 1.0 / (1.0 + std::exp(-x));
+    const double e = std::exp(x);
+    return e / (1.0 + e);
+}
+}  // namespace detail
+
+// Needs n >= 2 finite logits (with one key there is no "other" to average over; p_s = 1).
+template <class D>
+SinkMass sink_mass_from_logits(const Eigen::MatrixBase<D>& z, Index sink = 0) {
+    detail::check_scalar<typename D::Scalar>();
+    if (z.cols() != 1 && z.rows() != 1) throw Error("sink_mass_from_logits: z must be a vector");
+    const Index n = z.size();
+    detail::require_dim_at_least(n, 2, "sink_mass_from_logits: logits", "the approximation averages the other keys");
+    detail::require_finite(z, "sink_mass_from_logits: logits");
+    if (sink < 0 || sink >= n) throw Error("sink_mass_from_logits: sink index " + std::to_string(sink) + " is outside the logits");
+    const double zs = static_cast<double>(z(sink));
+    double zmax = -std::numeric_limits<double>::infinity(), omax = zmax, osum = 0.0;
+    for (Index j = 0; j < n; ++j) {
+        const double v = static_cast<double>(z(j));
+        zmax = std::max(zmax, v);
+        if (j != sink) {
+            omax = std::max(omax, v);
+            osum += v;
+        }
+    }
+    double se = 0.0;  // sum_j e^{z_j - zmax}
+    for (Index j = 0; j < n; ++j) se += std::exp(static_cast<double>(z(j)) - zmax);
+    SinkMass m;
+    m.n = n;
+    m.exact = std::exp(zs - zmax) / se;
+    m.delta = zs - osum / static_cast<double>(n - 1);
+    m.delta_max = zs - omax;
+    const double log_others = std::log(static_cast<double>(n - 1));
+    m.jensen_upper = detail::logistic(m.delta - log_others);
+    m.max_lower = detail::logistic(m.delta_max - log_others);
+    return m;
+}
+
+struct SinkMassRows {
+    Index first_row = 0;            // row t of the scores that entry 0 refers to
+    Eigen::VectorXd exact, jensen_upper, max_lower, delta;  // one entry per row t >= first_row
+};
+
+// G1 for every query row t >= max(sink, 1) of a causal score matrix (T, T) (pre-softmax logits,
+// already scaled): row t uses keys 0..t. Entries above the diagonal are ignored (they may be -inf).
+template <class D>
+SinkMassRows sink_mass_by_row(const Eigen::MatrixBase<D>& scores, Index sink = 0) {
+    detail::check_scalar<typename D::Scalar>();
+    detail::require_nonempty(scores, "sink_mass_by_row: scores");
+    if (scores.rows() != scores.cols())
+        throw Error("sink_mass_by_row: scores must be square (T, T), got " + detail::shape_str(scores.rows(), scores.cols()));
+    const Index T = scores.rows();
+    if (sink < 0 || sink >= T) throw Error("sink_mass_by_row: sink index outside [0, T)");
+    SinkMassRows out;
+    out.first_row = std::max<Index>(sink, 1);
+    const Index rows = std::max<Index>(0, T - out.first_row);
+    out.exact.resize(rows);
+    out.jensen_upper.resize(rows);
+    out.max_lower.resize(rows);
+    out.delta.resize(rows);
+    for (Index r = 0; r < rows; ++r) {
+        const Index t = out.first_row + r;
+        const auto z = scores.row(t).head(t + 1).transpose();
+        const SinkMass m = sink_mass_from_logits(z, sink);
+        out.exact[r] = m.exact;
+        out.jensen_upper[r] = m.jensen_upper;
+        out.max_lower[r] = m.max_lower;
+        out.delta[r] = m.delta;
+    }
+    return out;
+}
+
+// ---- G2: the sink-key subspace --------------------------------------------------------------
+
+template <class T>
+struct KeySubspace {
+    Index dimension = 0;          // r
+    ColMatrix<T> basis;           // (d_h, r), orthonormal columns, by decreasing variance
+    Vector<T> explained;          // (d_h) fraction of the energy per principal direction, decreasing
+    Vector<T> mean;               // subtracted mean (zero when not centred)
+    bool centered = false;
+    double threshold = 0.9;
+};
+
+// Principal subspace of the rows of `keys` (N, d_h). Uncentred by default: the subspace through the
+// origin that contains the keys (what q.k sees); centred = classical PCA of the deviations.
+template <class D>
+KeySubspace<typename D::Scalar> sink_key_subspace(const Eigen::MatrixBase<D>& keys, double threshold = 0.9,
+                                                  bool centered = false) {
+    using T = typename D::Scalar;
+    detail::check_scalar<T>();
+    detail::require_nonempty(keys, "sink_key_subspace: keys");
+    detail::require_finite(keys, "sink_key_subspace: keys");
+    if (!(threshold > 0.0 && threshold <= 1.0)) throw Error("sink_key_subspace: threshold must lie in (0, 1]");
+    if (centered && keys.rows() < 2) throw Error("sink_key_subspace: a centred PCA needs at least 2 keys");
+    const Index d = keys.cols();
+    Eigen::MatrixXd K = keys.template cast<double>();
+    Eigen::VectorXd mean = Eigen::VectorXd::Zero(d);
+    if (centered) {
+        mean = K.colwise().mean().transpose();
+        K.rowwise() -= mean.transpose();
+    }
+    const double scale = K.cwiseAbs().maxCoeff();
+    if (!(scale > 0.0))
+        throw Error(centered ? "sink_key_subspace: all keys are equal, so the centred energy is 0"
+                             : "sink_key_subspace: all keys are zero");
+    K /= scale;
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(K.transpose() * K);  // ascending
+    const Eigen::VectorXd ev = eig.eigenvalues().reverse().cwiseMax(0.0);
+    const Eigen::MatrixXd vecs = eig.eigenvectors().rowwise().reverse();
+    const double total = ev.sum();
+    KeySubspace<T> out;
+    out.centered = centered;
+    out.threshold = threshold;
+    out.mean = mean.cast<T>();
+    out.explained = (ev / total).cast<T>();
+    double cum = 0.0;
+    Index r = 0;
+    while (r < d) {
+        cum += ev[r];
+        ++r;
+        if (cum >= threshold * total * (1.0 - 1e-12)) break;
+    }
+    out.dimension = r;
+    out.basis = vecs.leftCols(r).cast<T>();
+    return out;
+}
+
+// ---- G3: query-to-subspace alignment --------------------------------------------------------
+
+// mean_t ||B^T q_t|| / ||q_t|| over the rows q_t of Q (n, d_h); B (d_h, r) orthonormal columns.
+template <class DQ, class DB>
+double query_alignment(const Eigen::MatrixBase<DQ>& Q, const Eigen::MatrixBase<DB>& basis) {
+    detail::check_scalar<typename DQ::Scalar>();
+    detail::require_nonempty(Q, "query_alignment: queries");
+    detail::require_nonempty(basis, "query_alignment: basis");
+    detail::require_same(Q.cols(), basis.rows(), "query_alignment: queries (n, d_h) and basis (d_h, r) disagree on d_h");
+    detail::require_finite(Q, "query_alignment: queries");
+    detail::require_finite(basis, "query_alignment: basis");
+    const Eigen::MatrixXd B = basis.template cast<double>();
+    const double ortho = (B.transpose() * B - Eigen::MatrixXd::Identity(B.cols(), B.cols())).cwiseAbs().maxCoeff();
+    if (ortho > 1e-5) throw Error("query_alignment: the basis columns are not orthonormal");
+    double sum = 0.0;
+    for (Index t = 0; t < Q.rows(); ++t) {
+        const Eigen::VectorXd q = Q.row(t).transpose().template cast<double>();
+        const double m = q.cwiseAbs().maxCoeff();
+        if (!(m > 0.0)) throw Error("query_alignment: query row " + std::to_string(t) + " is the zero vector");
+        const Eigen::VectorXd qs = q / m;
+        sum += std::min(1.0, (B.transpose() * qs).norm() / qs.norm());
+    }
+    return sum / static_cast<double>(Q.rows());
+}
+
+// ---- G4: predicted sink head ----------------------------------------------------------------
+
+struct SinkHeadScore {
+    Index dimension = 0;             // r, dimension of the sink-key subspace
+    double sink_alignment = 0;       // G3 with S = span of the sink keys
+    double ordinary_alignment = 0;   // G3 with the top-r principal subspace of the ordinary keys
+    double mean_logit_gap = 0;       // mean_t q_t . (mean sink key - mean ordinary key) / sqrt(d_h)
+    bool predicted = false;          // sink_alignment > ordinary_alignment + margin && mean_logit_gap > 0
+};
+
+// Queries Q (n, d_h), sink keys (m_s, d_h) and ordinary keys (m_o, d_h) of one head.
+template <class DQ, class DS, class DO>
+SinkHeadScore predict_sink_head(const Eigen::MatrixBase<DQ>& Q, const Eigen::MatrixBase<DS>& sink_keys,
+                                const Eigen::MatrixBase<DO>& ordinary_keys, double threshold = 0.9,
+                                double margin = 0.0) {
+    detail::check_scalar<typename DQ::Scalar>();
+    detail::require_nonempty(sink_keys, "predict_sink_head: sink keys");
+    detail::require_nonempty(ordinary_keys, "predict_sink_head: ordinary keys");
+    detail::require_same(sink_keys.cols(), Q.cols(), "predict_sink_head: sink keys and queries disagree on d_h");
+    detail::require_same(ordinary_keys.cols(), Q.cols(), "predict_sink_head: ordinary keys and queries disagree on d_h");
+    if (!std::isfinite(margin)) throw Error("predict_sink_head: margin must be finite");
+    const auto S = sink_key_subspace(sink_keys, threshold);
+    const auto O = sink_key_subspace(ordinary_keys, 1.0);
+    SinkHeadScore s;
+    s.dimension = S.dimension;
+    s.sink_alignment = query_alignment(Q, S.basis);
+    s.ordinary_alignment = query_alignment(Q, O.basis.leftCols(std::min(S.dimension, O.basis.cols())));
+    const Eigen::VectorXd diff = sink_keys.template cast<double>().colwise().mean().transpose() -
+                                 ordinary_keys.template cast<double>().colwise().mean().transpose();
+    s.mean_logit_gap = (Q.template cast<double>() * diff).mean() / std::sqrt(static_cast<double>(Q.cols()));
+    detail::ensure_finite_result(s.mean_logit_gap, "predict_sink_head: mean logit gap");
+    s.predicted = s.sink_alignment > s.ordinary_alignment + margin && s.mean_logit_gap > 0.0;
+    return s;
+}
+
+// ---- G5: the Gu et al. sink rate ------------------------------------------------------------
+
+// alpha_k = (1/(T-k)) sum_{t=k}^{T-1} A[t,k] for one causal pattern (T, T) (0-based; the paper's
+// 1-based 1/(T-k+1) is the same count of rows).
+template <class D>
+double sink_importance(const Eigen::MatrixBase<D>& pattern, Index k = 0) {
+    detail::require_causal_pattern(pattern, "sink_importance: pattern");
+    const Index T = pattern.rows();
+    if (k < 0 || k >= T) throw Error("sink_importance: key position " + std::to_string(k) + " is outside [0, T)");
+    double s = 0.0;
+    for (Index t = k; t < T; ++t) s += static_cast<double>(pattern(t, k));
+    return s / static_cast<double>(T - k);
+}
+
+// alpha_k for every (layer, head): (L, H). patterns[l][h] is the (T, T) pattern of head h of layer
+// l for one input; every layer must have the same number of heads.
+template <class M>
+RowMatrix<double> importance_table(const std::vector<std::vector<M>>& patterns, Index k = 0) {
+    if (patterns.empty()) throw Error("importance_table: no layers");
+    const Index H = static_cast<Index>(patterns.front().size());
+    if (H == 0) throw Error("importance_table: layer 0 has no heads");
+    RowMatrix<double> table(static_cast<Index>(patterns.size()), H);
+    for (std::size_t l = 0; l < patterns.size(); ++l) {
+        if (static_cast<Index>(patterns[l].size()) != H)
+            throw Error("importance_table: layer " + std::to_string(l) + " has " + std::to_string(patterns[l].size()) +
+                        " heads, layer 0 has " + std::to_string(H));
+        for (Index h = 0; h < H; ++h) {
+            try {
+                table(static_cast<Index>(l), h) = sink_importance(patterns[l][static_cast<std::size_t>(h)], k);
+            } catch (const Error& e) {
+                throw Error("layer " + std::to_string(l) + ", head " + std::to_string(h) + ": " + e.message());
+            }
+        }
+    }
+    return table;
+}
+
+// Sink^eps_k[first_layer:] = fraction of (layer >= first_layer, head) pairs with alpha_k > eps.
+// Defaults follow Gu et al.: eps = 0.3, k = 0. Average it over inputs for their reported rate.
+template <class M>
+double sink_rate(const std::vector<std::vector<M>>& patterns, double eps = 0.3, Index k = 0, Index first_layer = 0) {
+    if (!std::isfinite(eps)) throw Error("sink_rate: eps must be finite");
+    const RowMatrix<double> table = importance_table(patterns, k);
+    if (first_layer < 0 || first_layer >= table.rows())
+        throw Error("sink_rate: first_layer " + std::to_string(first_layer) + " is outside [0, " +
+                    std::to_string(table.rows()) + ")");
+    const auto block = table.bottomRows(table.rows() - first_layer);
+    return static_cast<double>((block.array() > eps).count()) / static_cast<double>(block.size());
+}
+
+}  // namespace sinkscope::theory

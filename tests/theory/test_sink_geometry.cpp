@@ -1,0 +1,266 @@
+// Tests of include/sinkscope/theory/sink_geometry.hpp; statements in theory/sink_geometry.md.
+// Peers: softmax written out in long double, hand-computed harmonic sums, Eigen's JacobiSVD for the
+// principal subspace. Properties: seed kTheorySeed, 1000 cases each.
+#include <catch2/catch.hpp>
+
+#include <sinkscope/theory/sink_geometry.hpp>
+
+#include <Eigen/SVD>
+
+#include <cmath>
+#include <limits>
+
+#include "theory/property.hpp"
+
+using namespace sinkscope::theory;
+using sinkscope::Error;
+using sinkscope::test::engine;
+using sinkscope::test::gaussian_matrix;
+using sinkscope::test::gaussian_vector;
+using sinkscope::test::property;
+
+TEST_CASE("sink geometry: max-gap lower <= exact sink mass <= Jensen upper", "[theory][property]") {
+    // Statement G1, with the exact mass checked against a long-double softmax where exp does not
+    // overflow long double.
+    property("sink mass bracket", [] {
+        const int n = *rc::gen::inRange(2, 200);
+        const int log_scale = *rc::gen::inRange(-3, 4);
+        const bool equal_others = *rc::gen::inRange(0, 10) == 0;
+        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+        auto rng = engine(seed);
+        Eigen::VectorXd z = gaussian_vector<double>(rng, n, std::pow(10.0, log_scale));
+        const Index sink = static_cast<Index>(seed % static_cast<std::uint64_t>(n));
+        if (equal_others) {
+            const double c = z[(sink + 1) % n];
+            for (Index j = 0; j < n; ++j)
+                if (j != sink) z[j] = c;
+        }
+        const SinkMass m = sink_mass_from_logits(z, sink);
+        RC_ASSERT(m.max_lower <= m.exact * (1 + 1e-12) + 1e-300);
+        RC_ASSERT(m.exact <= m.jensen_upper * (1 + 1e-12) + 1e-300);
+        if (equal_others) {
+            RC_ASSERT(std::abs(m.exact - m.jensen_upper) <= 1e-12 * m.exact + 1e-300);
+            RC_ASSERT(std::abs(m.exact - m.max_lower) <= 1e-12 * m.exact + 1e-300);
+        }
+        if (z.cwiseAbs().maxCoeff() < 1000) {
+            long double sum = 0;
+            for (Index j = 0; j < n; ++j) sum += std::exp((long double)z[j]);
+            const long double want = std::exp((long double)z[sink]) / sum;
+            RC_ASSERT(std::abs((long double)m.exact - want) <= 1e-13L * want + 1e-300L);
+        }
+        // The approximation is e^Delta / (e^Delta + n - 1) with Delta = z_s - mean of the others.
+        double mean_others = (z.sum() - z[sink]) / (n - 1);
+        RC_ASSERT(std::abs(m.delta - (z[sink] - mean_others)) <= 1e-12 * (1 + z.cwiseAbs().maxCoeff()));
+        if (std::abs(m.delta) < 50) {
+            const double e = std::exp(m.delta);
+            RC_ASSERT(std::abs(m.jensen_upper - e / (e + n - 1)) <= 1e-14);
+        }
+    });
+}
+
+TEST_CASE("sink geometry: sink mass by row of a causal score matrix", "[theory]") {
+    const Index T = 6;
+    RowMatrix<double> S = RowMatrix<double>::Constant(T, T, -std::numeric_limits<double>::infinity());
+    auto rng = engine(4);
+    for (Index t = 0; t < T; ++t) S.row(t).head(t + 1) = gaussian_vector<double>(rng, t + 1).transpose();
+    const SinkMassRows rows = sink_mass_by_row(S);  // -inf above the diagonal is ignored
+    REQUIRE(rows.first_row == 1);
+    REQUIRE(rows.exact.size() == T - 1);
+    for (Index t = 1; t < T; ++t) {
+        const Eigen::VectorXd z = S.row(t).head(t + 1).transpose();
+        CHECK(rows.exact[t - 1] == Approx(std::exp(z[0]) / z.array().exp().sum()).epsilon(1e-14));
+        CHECK(rows.exact[t - 1] <= rows.jensen_upper[t - 1] + 1e-15);
+        CHECK(rows.exact[t - 1] >= rows.max_lower[t - 1] - 1e-15);
+    }
+    const SinkMassRows rows2 = sink_mass_by_row(S, 3);
+    CHECK(rows2.first_row == 3);
+    CHECK(rows2.exact.size() == T - 3);
+}
+
+TEST_CASE("sink geometry: the PCA dimension is the rank for exactly low-rank keys and minimal in general",
+          "[theory][property]") {
+    // Statement G2: r = min{r : top-r energy >= threshold}; for keys in an exactly r-dimensional
+    // subspace and a threshold of 1 - 1e-9, r is the rank. The basis spans the keys' principal
+    // subspace, compared with Eigen's JacobiSVD.
+    property("sink_key_subspace dimension and basis", [] {
+        const int d = *rc::gen::inRange(2, 33);
+        const int r = *rc::gen::inRange(1, d + 1);
+        const int N = *rc::gen::inRange(r + 5, 85);  // N - r >= 5: well conditioned, rank r
+        const int thr_milli = *rc::gen::inRange(1, 1001);
+        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+        auto rng = engine(seed);
+        Eigen::HouseholderQR<Eigen::MatrixXd> qr(gaussian_matrix<double>(rng, d, d));
+        const RowMatrix<double> B =                                                 // r orthonormal directions
+            (qr.householderQ() * Eigen::MatrixXd::Identity(d, d)).leftCols(r).transpose();
+        RowMatrix<double> coeff = gaussian_matrix<double>(rng, N, r);
+        for (int j = 0; j < r; ++j) coeff.col(j) *= 1.0 + j;                       // distinct variances
+        const RowMatrix<double> K = coeff * B;                                     // (N, d), rank r (generic)
+        Eigen::JacobiSVD<Eigen::MatrixXd> svd(K, Eigen::ComputeThinV);
+        const auto exact = sink_key_subspace(K, 1.0 - 1e-9);
+        RC_ASSERT(exact.dimension == r);
+        // Every key lies in the returned subspace.
+        const Eigen::MatrixXd P = exact.basis * exact.basis.transpose();
+        RC_ASSERT((K * P - K).cwiseAbs().maxCoeff() <= 1e-9 * K.cwiseAbs().maxCoeff());
+        // Minimality for an arbitrary threshold, with energies from the SVD peer.
+        const double thr = thr_milli / 1000.0;
+        const auto sub = sink_key_subspace(K, thr);
+        const Eigen::VectorXd e = svd.singularValues().array().square();
+        const double total = e.sum();
+        const double upto = e.head(sub.dimension).sum(), before = e.head(sub.dimension - 1).sum();
+        RC_ASSERT(upto >= thr * total * (1 - 1e-9));
+        RC_ASSERT(before < thr * total * (1 + 1e-9));
+        RC_ASSERT(std::abs(sub.explained.sum() - 1.0) <= 1e-12);
+        // Orthonormal basis, aligned with the SVD's leading right singular vectors where separated.
+        RC_ASSERT((sub.basis.transpose() * sub.basis - Eigen::MatrixXd::Identity(sub.dimension, sub.dimension))
+                      .cwiseAbs().maxCoeff() <= 1e-10);
+        if (sub.dimension >= 1 && (e.size() < 2 || e[1] < 0.9 * e[0]))
+            RC_ASSERT(std::abs(sub.basis.col(0).dot(svd.matrixV().col(0))) >= 1 - 1e-8);
+    });
+}
+
+TEST_CASE("sink geometry: query alignment is 1 inside the subspace, 0 orthogonal to it, in [0,1] always",
+          "[theory][property]") {
+    // Statement G3.
+    property("query_alignment range and extremes", [] {
+        const int d = *rc::gen::inRange(2, 33);
+        const int r = *rc::gen::inRange(1, d);
+        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+        auto rng = engine(seed);
+        Eigen::HouseholderQR<Eigen::MatrixXd> qr(gaussian_matrix<double>(rng, d, d));
+        const Eigen::MatrixXd Qfull = qr.householderQ() * Eigen::MatrixXd::Identity(d, d);
+        const Eigen::MatrixXd B = Qfull.leftCols(r), Bperp = Qfull.rightCols(d - r);
+        const RowMatrix<double> inside = gaussian_matrix<double>(rng, 5, r) * B.transpose();
+        const RowMatrix<double> outside = gaussian_matrix<double>(rng, 5, d - r) * Bperp.transpose();
+        RC_ASSERT(std::abs(query_alignment(inside, B) - 1.0) <= 1e-12);
+        RC_ASSERT(query_alignment(outside, B) <= 1e-12);
+        const RowMatrix<double> any = gaussian_matrix<double>(rng, 7, d, 1e3);
+        const double a = query_alignment(any, B);
+        RC_ASSERT(a >= 0.0 && a <= 1.0);
+        // For r = 1 it is the mean |cos(q, b)|.
+        double mc = 0;
+        for (Index t = 0; t < 7; ++t) mc += std::abs(any.row(t).dot(B.col(0).transpose())) / any.row(t).norm() / 7;
+        RC_ASSERT(std::abs(query_alignment(any, B.leftCols(1)) - mc) <= 1e-12);
+    });
+}
+
+TEST_CASE("sink geometry: the sink-head rule separates a constructed sink head from a non-sink head", "[theory]") {
+    // Statement G4 on a planted head: sink keys along k_s (+ small noise), ordinary keys spread over
+    // the orthogonal complement; queries along +k_s make a sink head, queries in the ordinary span do not.
+    auto rng = engine(21);
+    const Index d = 16;
+    Eigen::VectorXd ks = gaussian_vector<double>(rng, d);
+    ks.normalize();
+    RowMatrix<double> sink_keys(20, d), ordinary(200, d), q_sink(30, d), q_plain(30, d);
+    for (Index i = 0; i < 20; ++i) sink_keys.row(i) = (8.0 * ks + 0.05 * gaussian_vector<double>(rng, d)).transpose();
+    auto perp = [&](Eigen::VectorXd v) { return Eigen::VectorXd(v - v.dot(ks) * ks); };
+    for (Index i = 0; i < 200; ++i) ordinary.row(i) = perp(gaussian_vector<double>(rng, d)).transpose();
+    for (Index i = 0; i < 30; ++i) {
+        q_sink.row(i) = (3.0 * ks + 0.3 * gaussian_vector<double>(rng, d)).transpose();
+        q_plain.row(i) = perp(gaussian_vector<double>(rng, d)).transpose();
+    }
+    const SinkHeadScore s = predict_sink_head(q_sink, sink_keys, ordinary);
+    CHECK(s.dimension == 1);
+    CHECK(s.sink_alignment > 0.9);
+    CHECK(s.mean_logit_gap > 0);
+    CHECK(s.predicted);
+    const SinkHeadScore n = predict_sink_head(q_plain, sink_keys, ordinary);
+    CHECK_FALSE(n.predicted);
+    // Anti-aligned queries are close to the subspace but give a negative gap: not a sink head.
+    const SinkHeadScore a = predict_sink_head(RowMatrix<double>(-q_sink), sink_keys, ordinary);
+    CHECK(a.sink_alignment > a.ordinary_alignment);
+    CHECK(a.mean_logit_gap < 0);
+    CHECK_FALSE(a.predicted);
+}
+
+TEST_CASE("sink geometry: Gu importance on uniform and one-hot patterns, by hand", "[theory]") {
+    // Statement G5: uniform causal attention gives alpha_k = (1/(T-k)) sum_{t=k}^{T-1} 1/(t+1).
+    const Index T = 64;
+    RowMatrix<double> U = RowMatrix<double>::Zero(T, T), Z = RowMatrix<double>::Zero(T, T);
+    for (Index t = 0; t < T; ++t) {
+        U.row(t).head(t + 1).setConstant(1.0 / (t + 1));
+        Z(t, 0) = 1.0;
+    }
+    for (Index k : {Index(0), Index(1), Index(10), Index(63)}) {
+        double want = 0;
+        for (Index t = k; t < T; ++t) want += 1.0 / (t + 1);
+        want /= (T - k);
+        CHECK(sink_importance(U, k) == Approx(want).epsilon(1e-14));
+    }
+    CHECK(sink_importance(Z, 0) == 1.0);
+    CHECK(sink_importance(Z, 1) == 0.0);
+    // Layers: 0 = all one-hot (sinks), 1 = all uniform (alpha_0 = H_64 / 64 = 0.0743 < 0.3), 2 = mixed.
+    std::vector<std::vector<RowMatrix<double>>> P = {{Z, Z, Z}, {U, U, U}, {Z, U, U}};
+    CHECK(sink_rate(P) == Approx(4.0 / 9.0));
+    CHECK(sink_rate(P, 0.3, 0, 1) == Approx(1.0 / 6.0));  // Sink_0[1:]
+    CHECK(sink_rate(P, 0.3, 0, 2) == Approx(1.0 / 3.0));  // Sink_0[2:]
+    CHECK(sink_rate(P, 0.05) == Approx(1.0));             // 0.0743 > 0.05
+    CHECK(sink_rate(P, 1.0) == 0.0);                      // strict: alpha > eps
+    const RowMatrix<double> tab = importance_table(P);
+    CHECK(tab.rows() == 3);
+    CHECK(tab(2, 0) == 1.0);
+}
+
+TEST_CASE("sink geometry: sum_k (T-k) alpha_k = T and the sink rate is monotone in eps", "[theory][property]") {
+    // Statement G5: every row of a causal pattern sums to 1, so sum_k sum_{t>=k} A[t,k] = T; the
+    // rate is a fraction in [0, 1], non-increasing in eps and in the starting layer's coverage.
+    property("importance identity and rate monotonicity", [] {
+        const int T = *rc::gen::inRange(1, 40);
+        const int L = *rc::gen::inRange(1, 4);
+        const int H = *rc::gen::inRange(1, 4);
+        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+        auto rng = engine(seed);
+        std::vector<std::vector<RowMatrix<double>>> P(static_cast<std::size_t>(L));
+        for (auto& layer : P)
+            for (int h = 0; h < H; ++h) layer.push_back(sinkscope::test::random_causal_pattern(rng, T));
+        double total = 0;
+        for (Index k = 0; k < T; ++k) total += (T - k) * sink_importance(P[0][0], k);
+        RC_ASSERT(std::abs(total - T) <= 1e-12 * T);
+        double prev = 2.0;
+        for (double eps : {0.0, 0.1, 0.3, 0.5, 0.9, 1.0}) {
+            const double r = sink_rate(P, eps);
+            RC_ASSERT(r >= 0.0 && r <= 1.0);
+            RC_ASSERT(r <= prev);
+            prev = r;
+        }
+        // The full rate is the head-weighted mean of the per-layer rates.
+        double mean = 0;
+        for (int l = 0; l < L; ++l) {
+            std::vector<std::vector<RowMatrix<double>>> one = {P[static_cast<std::size_t>(l)]};
+            mean += sink_rate(one) / L;
+        }
+        RC_ASSERT(std::abs(mean - sink_rate(P)) <= 1e-12);
+    });
+}
+
+TEST_CASE("sink geometry: bad input throws sinkscope::Error", "[theory]") {
+    CHECK_THROWS_WITH(sink_mass_from_logits(Eigen::VectorXd::Ones(1)), Catch::Contains("at least 2"));
+    Eigen::VectorXd z(3);
+    z << 1, std::numeric_limits<double>::quiet_NaN(), 0;
+    CHECK_THROWS_WITH(sink_mass_from_logits(z), Catch::Contains("non-finite"));
+    CHECK_THROWS_AS(sink_mass_from_logits(Eigen::VectorXd::Ones(3), 3), Error);
+    CHECK_THROWS_AS(sink_mass_by_row(RowMatrix<double>::Zero(3, 4)), Error);
+    RowMatrix<double> S = RowMatrix<double>::Zero(3, 3);
+    S(2, 1) = std::numeric_limits<double>::infinity();
+    CHECK_THROWS_AS(sink_mass_by_row(S), Error);
+    CHECK_THROWS_WITH(sink_key_subspace(RowMatrix<double>::Zero(4, 3)), Catch::Contains("zero"));
+    CHECK_THROWS_AS(sink_key_subspace(RowMatrix<double>::Ones(4, 3), 0.0), Error);
+    CHECK_THROWS_AS(sink_key_subspace(RowMatrix<double>::Ones(4, 3), 0.9, true), Error);  // all keys equal
+    const Eigen::MatrixXd B = Eigen::MatrixXd::Identity(3, 1);
+    CHECK_THROWS_WITH(query_alignment(RowMatrix<double>::Zero(2, 3), B), Catch::Contains("zero vector"));
+    CHECK_THROWS_AS(query_alignment(RowMatrix<double>::Ones(2, 4), B), Error);
+    CHECK_THROWS_WITH(query_alignment(RowMatrix<double>::Ones(2, 3), Eigen::MatrixXd::Ones(3, 1)),
+                      Catch::Contains("orthonormal"));
+    RowMatrix<double> A = RowMatrix<double>::Identity(4, 4);
+    CHECK_THROWS_AS(sink_importance(A, 4), Error);
+    RowMatrix<double> bad = A;
+    bad(1, 3) = 0.5;
+    bad(1, 1) = 0.5;
+    CHECK_THROWS_WITH(sink_importance(bad), Catch::Contains("not causal"));
+    std::vector<std::vector<RowMatrix<double>>> ragged = {{A, A}, {A}};
+    CHECK_THROWS_WITH(sink_rate(ragged), Catch::Contains("heads"));
+    std::vector<std::vector<RowMatrix<double>>> P = {{A}, {bad}};
+    CHECK_THROWS_WITH(sink_rate(P), Catch::Contains("layer 1, head 0"));
+    std::vector<std::vector<RowMatrix<double>>> ok = {{A}};
+    CHECK_THROWS_AS(sink_rate(ok, 0.3, 0, 1), Error);
+    CHECK_THROWS_AS(sink_rate(ok, std::numeric_limits<double>::quiet_NaN()), Error);
+}
