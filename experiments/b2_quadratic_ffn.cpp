@@ -1,0 +1,182 @@
+// B2 — the step-up FFN is a directional quadratic amplifier (Paper B).
+// Claim: for spike tokens SiLU is near the identity, so F(h̃)ₖ ≈ h̃ᵀUₖh̃ with
+// Uₖ = Σᵢ W_down[k,i] W_gate[i,:]ᵀ W_up[i,:]; spike channels are exactly the k with exceptionally large
+// ‖Uₖ‖_F, only in step-up / step-down blocks; Sₖ = ½(Uₖ+Uₖᵀ) has one dominant eigenvalue λ⋆ whose
+// eigenvector s⋆ is nearly shared across spike channels; F(h̃)ₖ ≈ λ⋆ (s⋆ᵀh̃)².
+// Measured: ‖Uₖ‖_F of every channel of every FFN (theory::channel_frobenius_norms) and the channels
+// over 10 × the layer's median (theory::detect_spike_channels); the top-8 eigenvalues (by magnitude) of
+// Sₖ for the step-up layer's spike channels (theory::channel_spectrum); |cos(s⋆_a, s⋆_b)|
+// (theory::spike_alignment); on natural text, at the step-up FFN's input h̃ (ln2.hook_normalized), the
+// true output F_{c*} (hook_mlp_out) against the quadratic form and the rank-one prediction, for spike
+// tokens (massive after the block) and for the others.
+// Command: build/experiments/b2_quadratic_ffn [--samples 8] [--out out/b2_quadratic_ffn]
+// Writes: frobenius.npy [L × d], spectra.csv, alignment.npy, predictions.npy [tokens × 5]
+//         (is_spike, true, quadratic, rank-one, cos²(s⋆, h̃)), meta.json.
+#include "common.hpp"
+
+#include <set>
+
+#include <sinkscope/theory/quadratic_ffn.hpp>
+
+using namespace sinkscope;
+using namespace sinkscope::experiments;
+
+struct Config {
+    std::int64_t samples = 8;        // natural-text samples for the prediction check
+    std::int64_t seq_len = 64;
+    std::int64_t nev = 8;            // eigenpairs of S_k
+    double factor = 10.0;            // spike channel: ‖U_k‖_F > factor × median of the layer
+    std::int64_t max_channels = 4;   // spectra for at most this many spike channels
+};
+
+int main(int argc, char** argv) {
+    CLI::App app{"B2: the step-up FFN as a quadratic amplifier"};
+    CommonOptions opt;
+    Config cfg;
+    add_common(app, opt);
+    app.add_option("--samples", cfg.samples, "natural samples for the prediction check")->capture_default_str();
+    app.add_option("--factor", cfg.factor, "spike-channel factor over the median ||U_k||_F")->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+    if (opt.smoke) { cfg.samples = 1; cfg.seq_len = 12; cfg.nev = 3; cfg.max_channels = 2; }
+    try {
+        Run run("b2_quadratic_ffn", "B2: F(h)_k ~ h^T U_k h ~ lambda* (s*^T h)^2 for spike tokens at the step-up FFN", opt, argc, argv);
+        run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"nev", cfg.nev}, {"factor", cfg.factor},
+                        {"max_channels", cfg.max_channels}};
+        Inputs in = load_inputs(opt, run);
+        const auto& c = in.m.config;
+        const std::int64_t L = c.n_layers, d = c.d_model;
+        require(c.ffn == model::FfnKind::swiglu, "B2 needs a SwiGLU FFN");
+        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
+
+        run.phase("locate step-up");
+        const SpikeTrace tr = trace_spike(in, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::size_t>(smp.size(), 4)));
+        const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : 0;
+        const std::int64_t cstar = tr.channel;
+        run.results()["trace"] = trace_json(tr);
+        run.results()["step_up_layer"] = S;
+
+        run.phase("Frobenius norms of U_k");
+        std::vector<float> fro;
+        json per_layer = json::array();
+        std::vector<std::int64_t> layers_with_spike_channels;
+        std::vector<std::int64_t> step_channels;
+        double top_ratio_step = 0, top_ratio_other = 0;
+        for (std::int64_t l = 0; l < L; ++l) {
+            const auto& w = in.m.weights.layers[l];
+            theory::SwiGluWeights<float> ffn(w.w_gate, w.w_up, w.w_down);
+            const auto n = theory::channel_frobenius_norms(ffn);
+            for (std::int64_t k = 0; k < d; ++k) fro.push_back(n[k]);
+            const auto sc = theory::detect_spike_channels(n, cfg.factor);
+            std::vector<float> sorted(n.data(), n.data() + d);
+            std::nth_element(sorted.begin(), sorted.begin() + d / 2, sorted.end());
+            const double ratio = double(n.maxCoeff()) / double(sorted[d / 2]);
+            std::vector<std::int64_t> chans(sc.begin(), sc.end());
+            per_layer.push_back({{"layer", l}, {"spike_channels", chans}, {"max_over_median", ratio}});
+            if (!sc.empty()) layers_with_spike_channels.push_back(l);
+            if (l == S) { step_channels = chans; top_ratio_step = ratio; }
+            else top_ratio_other = std::max(top_ratio_other, ratio);
+            run.progress(l + 1, L, "layers");
+        }
+        run.npy("frobenius.npy", fro, {std::size_t(L), std::size_t(d)});
+        run.results()["frobenius"] = {{"per_layer", per_layer}, {"layers_with_spike_channels", layers_with_spike_channels},
+                                      {"step_up_max_over_median", top_ratio_step}, {"other_layers_max_over_median", top_ratio_other},
+                                      {"step_up_channels", step_channels},
+                                      {"spike_channel_detected", std::find(step_channels.begin(), step_channels.end(), cstar) != step_channels.end()}};
+
+        run.phase("spectra of S_k");
+        const auto& w = in.m.weights.layers[S];
+        theory::SwiGluWeights<float> ffn(w.w_gate, w.w_up, w.w_down);
+        std::vector<std::int64_t> chans;
+        if (cstar >= 0) chans.push_back(cstar);
+        // Channels that carry massive activations after block S on text, then those with large ‖U_k‖_F.
+        std::vector<std::int64_t> active;
+        {
+            model::HookSet<float> hooks;
+            model::ActivationCache<float> cache;
+            const std::string post = model::hook_name("resid_post", S);
+            cache.attach(hooks, std::vector<std::string>{post});
+            model::forward(c, in.m.weights, smp[0], &hooks, no_logits(S));
+            active = analysis::spike_channels(analysis::massive_entries(cache[post].data.data(), std::int64_t(smp[0].size()), d));
+        }
+        run.results()["activation_spike_channels"] = active;
+        for (auto list : {active, step_channels})
+            for (auto k : list)
+                if (std::int64_t(chans.size()) < cfg.max_channels && std::find(chans.begin(), chans.end(), k) == chans.end())
+                    chans.push_back(k);
+        if (chans.empty()) chans.push_back(0);
+        theory::SpectrumOptions so;
+        so.nev = std::min<std::int64_t>(cfg.nev, d - 1);
+        std::vector<theory::ChannelSpectrum<float>> spectra;
+        Csv sp(run.path("spectra.csv"), {"channel", "rank", "eigenvalue"});
+        json spj = json::array();
+        for (auto k : chans) {
+            spectra.push_back(theory::channel_spectrum(ffn, k, so));
+            const auto& e = spectra.back().eigenvalues;
+            for (std::int64_t r = 0; r < e.size(); ++r) sp.row(k, r, e[r]);
+            spj.push_back({{"channel", k}, {"lambda_star", e[0]}, {"lambda_2", e.size() > 1 ? e[1] : 0.0f},
+                           {"dominance", e.size() > 1 ? std::abs(e[0] / e[1]) : 0.0f}});
+        }
+        run.results()["spectra"] = spj;
+        const auto align = theory::spike_alignment(spectra);
+        std::vector<float> al(align.data(), align.data() + align.size());
+        run.npy("alignment.npy", al, {std::size_t(align.rows()), std::size_t(align.cols())});
+        double min_align = 1;
+        for (std::int64_t a = 0; a < align.rows(); ++a)
+            for (std::int64_t b = 0; b < align.cols(); ++b) min_align = std::min(min_align, double(align(a, b)));
+        run.results()["alignment_min"] = min_align;
+        run.results()["alignment_channels"] = chans;
+
+        run.phase("predictions on text");
+        const std::string normed = model::hook_name("normalized2", S), out = model::hook_name("mlp_out", S),
+                          post = model::hook_name("resid_post", S);
+        std::vector<float> pred;
+        std::vector<double> err_q, err_r, err_q_other;
+        double check = 0;
+        const auto& spec = spectra.front();
+        for (std::size_t s = 0; s < smp.size(); ++s) {
+            model::HookSet<float> hooks;
+            model::ActivationCache<float> cache;
+            cache.attach(hooks, std::vector<std::string>{normed, out, post});
+            model::forward(c, in.m.weights, smp[s], &hooks, no_logits(S));
+            const std::int64_t n = std::int64_t(smp[s].size());
+            Eigen::Map<const theory::RowMatrix<float>> H(cache[normed].data.data(), n, d);
+            const auto F = theory::swiglu_forward(ffn, H);
+            const auto Q = theory::quadratic_form_forward(ffn, H);
+            const auto R = theory::rank_one_forward(spec, H);
+            const auto& mo = cache[out].data;
+            const auto ent = analysis::massive_entries(cache[post].data.data(), n, d);
+            const auto pos = analysis::spike_positions(ent);
+            const std::int64_t k = spec.channel;
+            for (std::int64_t t = 0; t < n; ++t) {
+                check = std::max(check, double(std::abs(F(t, k) - mo[t * d + k])) / std::max(1.0, double(std::abs(mo[t * d + k]))));
+                const bool spike = std::binary_search(pos.begin(), pos.end(), t);
+                const double hs = double(H.row(t).dot(spec.s_star())), cos2 = hs * hs / double(H.row(t).squaredNorm());
+                pred.insert(pred.end(), {float(spike), F(t, k), Q(t, k), R[t], float(cos2)});
+                const double f = std::abs(double(F(t, k)));
+                if (spike) {
+                    err_q.push_back(std::abs(double(Q(t, k) - F(t, k))) / f);
+                    err_r.push_back(std::abs(double(R[t] - F(t, k))) / f);
+                } else if (f > 0) {
+                    err_q_other.push_back(std::abs(double(Q(t, k) - F(t, k))) / f);
+                }
+            }
+            run.progress(std::int64_t(s) + 1, std::int64_t(smp.size()), "samples");
+        }
+        run.npy("predictions.npy", pred, {pred.size() / 5, 5});
+        auto median = [](std::vector<double> v) {
+            if (v.empty()) return -1.0;
+            std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+            return v[v.size() / 2];
+        };
+        run.results()["prediction"] = {{"channel", spec.channel}, {"spike_tokens", err_q.size()},
+                                       {"median_rel_err_quadratic_spike", median(err_q)},
+                                       {"median_rel_err_rank_one_spike", median(err_r)},
+                                       {"median_rel_err_quadratic_other", median(err_q_other)},
+                                       {"swiglu_vs_hook_max_rel_diff", check}};
+        run.finish();
+    } catch (const Error& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
+    }
+    return 0;
+}
