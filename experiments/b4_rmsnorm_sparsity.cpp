@@ -9,11 +9,14 @@
 // before and after, against the same for non-spike tokens (one random position ≥ 1 per sample); for the
 // pure normalisation x/rms(x) of the state after block S (analysis::rms_normalize): max |x̃ᵢ| / √d and the
 // energy share Σ_{i∈C} x̃ᵢ² / d of the spike channels.
+// Theory: R3 of theory/rmsnorm_sparsification.hpp bounds the cosine after the norm from below by the
+// energy fractions of C (reported as the mean bound over consecutive pairs of spike tokens).
 // Command: build/experiments/b4_rmsnorm_sparsity [--samples 32] [--out out/b4_rmsnorm_sparsity]
 // Writes: tokens.csv (sample, position, spike?, energy share, max|x̃|/√d), cosines.csv, meta.json.
 #include "common.hpp"
 
 #include <sinkscope/analysis/geometry.hpp>
+#include <sinkscope/theory/rmsnorm_sparsification.hpp>
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
@@ -49,7 +52,7 @@ int main(int argc, char** argv) {
                           post = model::hook_name("resid_post", S);
 
         run.phase("samples");
-        std::vector<Eigen::VectorXd> spk_before, spk_after, oth_before, oth_after;
+        std::vector<Eigen::VectorXd> spk_before, spk_after, oth_before, oth_after, spk_post;
         std::vector<std::int64_t> channels;
         Csv tok(run.path("tokens.csv"), {"sample", "position", "spike", "energy_share", "max_over_sqrt_d"});
         std::vector<double> share_spike, share_other, bound;
@@ -67,7 +70,7 @@ int main(int argc, char** argv) {
             auto row = [&](const std::string& name, std::int64_t t) {
                 return Eigen::Map<const Eigen::VectorXf>(cache[name].data.data() + t * d, d).cast<double>().eval();
             };
-            for (auto t : pos) { spk_before.push_back(row(before, t)); spk_after.push_back(row(after, t)); }
+            for (auto t : pos) { spk_before.push_back(row(before, t)); spk_after.push_back(row(after, t)); spk_post.push_back(row(post, t)); }
             std::int64_t other = -1;
             for (int tries = 0; tries < 100 && n > 1; ++tries) {
                 const std::int64_t t = 1 + std::int64_t(rng() % std::uint64_t(n - 1));
@@ -99,6 +102,20 @@ int main(int argc, char** argv) {
         Csv cs(run.path("cosines.csv"), {"group", "before", "after", "tokens"});
         cs.row("spike", cb, ca, spk_before.size());
         cs.row("other", ob, oa, oth_before.size());
+        // Theory (R3, theory/rmsnorm_sparsification.hpp): a lower bound on cos(RMSNorm(hᵃ), RMSNorm(hᵇ)) from
+        // the energy fractions of C, for consecutive pairs of spike tokens, with the gain of the next norm.
+        double bound_sum = 0, actual_sum = 0;
+        std::int64_t pairs = 0;
+        if (!channels.empty()) {
+            const Eigen::VectorXd g = in.m.weights.layers[A].attn_norm.weight.cast<double>();
+            std::vector<theory::Index> C(channels.begin(), channels.end());
+            for (std::size_t i = 0; i + 1 < spk_post.size(); ++i) {
+                const auto r = theory::cosine_bound(spk_post[i], spk_post[i + 1], g, c.norm_eps, C);
+                bound_sum += r.bound; actual_sum += r.actual; ++pairs;
+            }
+        }
+        run.results()["theory_cosine"] = {{"pairs", pairs}, {"mean_bound", pairs ? bound_sum / pairs : -2.0},
+                                          {"mean_actual", pairs ? actual_sum / pairs : -2.0}};
         run.results()["spike_channels"] = channels;
         run.results()["cosine"] = {{"spike_before", cb}, {"spike_after", ca}, {"other_before", ob}, {"other_after", oa},
                                    {"spike_tokens", spk_before.size()}, {"other_tokens", oth_before.size()}};

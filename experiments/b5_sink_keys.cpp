@@ -9,7 +9,9 @@
 // ordinary-key subspace of the same dimension. Prediction (analysis/sink_keys.hpp): the mean logit gap
 // of the head's queries between the mean sink key and the running mean of ordinary keys, turned into
 // α̂₀ by the mean-field formula; predicted sink head: α̂₀ > ε. Measured: Gu's α₀ (model::AttentionStats),
-// sink head: α₀ > ε (mean over samples), ε = 0.3.
+// sink head: α₀ > ε (mean over samples), ε = 0.3. The theory module's own rule (theory/sink_geometry.hpp,
+// G4: query alignment to the sink subspace above that to the ordinary-key subspace, and a positive mean
+// logit gap) is applied to the same vectors and scored the same way.
 // Command: build/experiments/b5_sink_keys [--samples 16] [--out out/b5_sink_keys]
 // Writes: heads.csv (layer, head, dims, shares, gap, predicted and measured α₀), meta.json.
 #include "common.hpp"
@@ -17,6 +19,7 @@
 #include <sinkscope/analysis/geometry.hpp>
 #include <sinkscope/analysis/sink_keys.hpp>
 #include <sinkscope/model/reducers.hpp>
+#include <sinkscope/theory/sink_geometry.hpp>
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
@@ -76,8 +79,8 @@ int main(int argc, char** argv) {
         run.phase("geometry per head");
         Csv hc(run.path("heads.csv"), {"layer", "head", "sink_dim", "ordinary_dim", "sink_top_share", "query_sink_share",
                                        "query_ordinary_share", "gap", "alpha0_predicted", "alpha0_measured", "predicted_sink",
-                                       "measured_sink"});
-        std::int64_t agree = 0, tp = 0, fp = 0, fn = 0, total = 0;
+                                       "measured_sink", "theory_predicted_sink", "theory_sink_alignment", "theory_ordinary_alignment"});
+        std::int64_t agree = 0, tp = 0, fp = 0, fn = 0, total = 0, theory_agree = 0, theory_pos = 0;
         std::vector<double> pa, ma, sink_dims;
         for (std::int64_t l = 0; l < L; ++l) {
             for (std::int64_t g = 0; g < G; ++g) {
@@ -109,8 +112,11 @@ int main(int argc, char** argv) {
                     const double a_hat = analysis::mean_field_sink_attention(gap, T);
                     const double a = stats.received(l, h)[0];
                     const bool ps = a_hat > cfg.eps, ms = a > cfg.eps;
+                    const auto th = theory::predict_sink_head(qs, sink, ord, cfg.energy);
+                    theory_agree += th.predicted == ms;
+                    theory_pos += th.predicted;
                     hc.row(l, h, geo.sink_dim, geo.ordinary_dim, geo.sink_top_share, geo.query_sink_share, geo.query_ordinary_share,
-                           gap, a_hat, a, int(ps), int(ms));
+                           gap, a_hat, a, int(ps), int(ms), int(th.predicted), th.sink_alignment, th.ordinary_alignment);
                     agree += ps == ms; tp += ps && ms; fp += ps && !ms; fn += !ps && ms; ++total;
                     pa.push_back(a_hat); ma.push_back(a);
                     if (ms) sink_dims.push_back(double(geo.sink_dim));
@@ -125,6 +131,8 @@ int main(int argc, char** argv) {
         run.results()["accuracy"] = double(agree) / double(total);
         run.results()["precision"] = tp + fp ? double(tp) / double(tp + fp) : 0.0;
         run.results()["recall"] = tp + fn ? double(tp) / double(tp + fn) : 0.0;
+        run.results()["theory_rule_accuracy"] = double(theory_agree) / double(total);
+        run.results()["theory_rule_predicted_sink_heads"] = theory_pos;
         run.results()["pearson_alpha0"] = analysis::pearson(pa, ma);
         run.results()["median_sink_dim_of_sink_heads"] = sink_dims.empty() ? -1.0 : sink_dims[sink_dims.size() / 2];
         run.finish();
