@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The main job: reproduce both papers end to end and write report/index.html.
+#   1. install what is missing (Debian packages), fetch SmolLM2-135M and the natural-text corpus
+#   2. build the experiment executables (build/experiments/)
+#   3. run every experiment at its default size, one after another, with progress per experiment
+#      (outputs in out/<experiment>/: .npy/.csv data and meta.json with config, seed, git revision, timings)
+#   4. make the figures and the report (scripts/make_report.py, matplotlib in .venv)
+# Default sizes fit in about 30 minutes on a 2-core CPU; --full runs larger sizes (much longer),
+# --smoke the test sizes (a minute). --only a1,b3 runs a subset; --no-build reuses build/.
+# Usage: scripts/reproduce.sh [--full | --smoke] [--only NAMES] [--no-build] [--jobs N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+size=default; only=""; build=1; jobs=$(nproc)
+while (($#)); do
+  case "$1" in
+    --full) size=full ;;
+    --smoke) size=smoke ;;
+    --only) only="$2"; shift ;;
+    --no-build) build=0 ;;
+    --jobs) jobs="$2"; shift ;;
+    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    *) echo "reproduce: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+t0=$(date +%s)
+experiments=(a1_bos_ablation a2_p0_circuit a3_cone_model b1_spike_lifecycle b2_quadratic_ffn b3_vocab_position0
+             b4_rmsnorm_sparsity b5_sink_keys p1_massive_ablation p2_streaming_window a4_training_trace b6_ablations)
+if [[ -n "$only" ]]; then
+  sel=()
+  for e in "${experiments[@]}"; do [[ ",$only," == *",${e%%_*},"* || ",$only," == *",$e,"* ]] && sel+=("$e"); done
+  experiments=("${sel[@]}")
+fi
+
+echo "== [setup] packages, model, corpus"
+scripts/setup.sh
+scripts/fetch_model.sh
+scripts/fetch_corpus.sh
+py=$(scripts/pyenv.sh --plots-only)
+
+if ((build)); then
+  echo "== [build] ${#experiments[@]} experiment executables (-j$jobs)"
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j"$jobs" --target "${experiments[@]}"
+fi
+t_build=$(date +%s)
+
+# Extra flags per experiment and size (defaults live in each experiment's Config).
+flags() {
+  case "$size:$1" in
+    smoke:*) echo "--smoke" ;;
+    full:a1_bos_ablation) echo "--samples 400" ;;
+    full:a2_p0_circuit) echo "--samples 64 --ablation-samples 16" ;;
+    full:a3_cone_model|full:b5_sink_keys) echo "--samples 64" ;;
+    full:b1_spike_lifecycle|full:b4_rmsnorm_sparsity) echo "--samples 128" ;;
+    full:b2_quadratic_ffn) echo "--samples 32" ;;
+    full:b3_vocab_position0) echo "--text-samples 256" ;;
+    full:p1_massive_ablation) echo "--samples 64" ;;
+    full:p2_streaming_window) echo "--samples 16 --seq-len 512 --window 128" ;;
+    full:a4_training_trace) echo "--steps 2000 --every 50" ;;
+    full:b6_ablations) echo "--steps 1500" ;;
+    *) echo "" ;;
+  esac
+}
+
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+mkdir -p out
+timings="{"
+n=${#experiments[@]}; k=0; failed=()
+for e in "${experiments[@]}"; do
+  k=$((k + 1))
+  echo "== [$k/$n] $e $(flags "$e")"
+  s=$(date +%s)
+  # shellcheck disable=SC2046
+  if ! build/experiments/"$e" $(flags "$e") --out out/"$e"; then
+    echo "reproduce: $e failed (its row will say 'not run')" >&2
+    failed+=("$e")
+    rm -f out/"$e"/meta.json
+  fi
+  dt=$(($(date +%s) - s))
+  echo "   $e: ${dt} s"
+  timings+="\"$e\": $dt, "
+done
+t_run=$(date +%s)
+
+echo "== [report] figures and report/index.html"
+total=$(($(date +%s) - t0))
+echo "${timings}\"build_seconds\": $((t_build - t0)), \"experiments_seconds\": $((t_run - t_build)), \"total_seconds\": $total, \"size\": \"$size\"}" > out/timings.json
+"$py" scripts/make_report.py --out out --report report
+total=$(($(date +%s) - t0))
+echo "== done in ${total} s (setup+build $((t_build - t0)) s, experiments $((t_run - t_build)) s): report/index.html"
+if ((${#failed[@]})); then echo "failed: ${failed[*]}" >&2; exit 1; fi
