@@ -6,3 +6,4 @@
 #include "sinkscope/tokenizer.hpp"
 #include "sinkscope/model.hpp"
 #include "sinkscope/analysis.hpp"
+#include "sinkscope/theory.hpp"
