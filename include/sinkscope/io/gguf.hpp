@@ -225,14 +225,19 @@ public:
     /// row-major with the shape reversed. Error naming the tensor if its type is not is_supported().
     template <class T>
     std::vector<T> load(const GgufTensor& t) const {
+        std::vector<T> out(static_cast<std::size_t>(t.n_elements()));
+        load_into(t, out.data());
+        return out;
+    }
+
+    /// As load(), into caller-owned storage of t.n_elements() values (no intermediate copy).
+    template <class T>
+    void load_into(const GgufTensor& t, T* dst) const {
         require(is_supported(t.type), "cannot dequantize ggml type " + type_name(t.type), {path(), t.name, t.offset});
         const std::int64_t n = t.n_elements();
         require(tensor_bytes(t.type, n) == t.nbytes, "tensor byte size does not match its shape and type",
                 {path(), t.name, t.offset});
-        const std::uint8_t* p = raw(t);
-        std::vector<T> out(static_cast<std::size_t>(n));
-        dequantize<T>(t.type, p, n, out.data());
-        return out;
+        dequantize<T>(t.type, raw(t), n, dst);
     }
 
     /// load(tensor(name)).

@@ -33,28 +33,32 @@ struct LoadedModel {
 
 namespace detail {
 
-// Reads tensors by name with an expected PyTorch-order shape; `read(name, shape)` fills data.
+// Reads tensors by name, checking them against an expected PyTorch-order shape, straight into
+// caller-owned storage (dequantizing GGUF blocks on the way).
 struct TensorSource {
     std::function<bool(const std::string&)> has;
-    std::function<std::vector<float>(const std::string&, const std::vector<std::int64_t>&)> read_f32;
-    std::function<std::vector<double>(const std::string&, const std::vector<std::int64_t>&)> read_f64;
+    std::function<void(const std::string&, const std::vector<std::int64_t>&, float*)> fill_f32;
+    std::function<void(const std::string&, const std::vector<std::int64_t>&, double*)> fill_f64;
 };
 
 template <class T>
-std::vector<T> read_tensor(const TensorSource& src, const std::string& name, const std::vector<std::int64_t>& shape) {
-    if constexpr (std::is_same_v<T, double>) return src.read_f64(name, shape);
-    else { auto v = src.read_f32(name, shape); return std::vector<T>(v.begin(), v.end()); }
+void fill_tensor(const TensorSource& src, const std::string& name, const std::vector<std::int64_t>& shape, T* dst) {
+    static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "weights are float or double");
+    if constexpr (std::is_same_v<T, double>) src.fill_f64(name, shape, dst);
+    else src.fill_f32(name, shape, dst);
 }
 
 template <class T>
 Mat<T> read_matrix(const TensorSource& src, const std::string& name, std::int64_t rows, std::int64_t cols) {
-    auto v = read_tensor<T>(src, name, {rows, cols});
-    return Eigen::Map<Mat<T>>(v.data(), rows, cols);
+    Mat<T> m(rows, cols);
+    fill_tensor<T>(src, name, {rows, cols}, m.data());
+    return m;
 }
 template <class T>
 Vec<T> read_vector(const TensorSource& src, const std::string& name, std::int64_t n) {
-    auto v = read_tensor<T>(src, name, {n});
-    return Eigen::Map<Vec<T>>(v.data(), n);
+    Vec<T> v(n);
+    fill_tensor<T>(src, name, {n}, v.data());
+    return v;
 }
 template <class T>
 Vec<T> read_optional_vector(const TensorSource& src, const std::string& name, std::int64_t n) {
@@ -79,8 +83,8 @@ inline TensorSource gguf_source(const io::GgufFile& f) {
     };
     TensorSource s;
     s.has = [&f](const std::string& n) { return f.find(n) != nullptr; };
-    s.read_f32 = [&f, checked](const std::string& n, const std::vector<std::int64_t>& w) { return f.load<float>(checked(n, w)); };
-    s.read_f64 = [&f, checked](const std::string& n, const std::vector<std::int64_t>& w) { return f.load<double>(checked(n, w)); };
+    s.fill_f32 = [&f, checked](const std::string& n, const std::vector<std::int64_t>& w, float* dst) { f.load_into(checked(n, w), dst); };
+    s.fill_f64 = [&f, checked](const std::string& n, const std::vector<std::int64_t>& w, double* dst) { f.load_into(checked(n, w), dst); };
     return s;
 }
 
@@ -92,8 +96,10 @@ inline TensorSource safetensors_source(const io::SafetensorsCheckpoint& ck, cons
     };
     TensorSource s;
     s.has = [&ck](const std::string& n) { return ck.has(n); };
-    s.read_f32 = [&ck, check](const std::string& n, const std::vector<std::int64_t>& w) { check(n, w); return ck.load<float>(n); };
-    s.read_f64 = [&ck, check](const std::string& n, const std::vector<std::int64_t>& w) { check(n, w); return ck.load<double>(n); };
+    s.fill_f32 = [&ck, check](const std::string& n, const std::vector<std::int64_t>& w, float* dst) {
+        check(n, w); const auto v = ck.load<float>(n); std::copy(v.begin(), v.end(), dst); };
+    s.fill_f64 = [&ck, check](const std::string& n, const std::vector<std::int64_t>& w, double* dst) {
+        check(n, w); const auto v = ck.load<double>(n); std::copy(v.begin(), v.end(), dst); };
     return s;
 }
 
