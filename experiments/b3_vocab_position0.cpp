@@ -28,7 +28,7 @@ struct Config {
     std::int64_t vocab_limit = 0;     // 0: the whole vocabulary; n: token ids 0 … n−1
     std::int64_t batch = 256;         // tokens per batched forward
     std::int64_t trace_samples = 4;   // natural samples used to locate the step-up block
-    std::int64_t text_samples = 32;   // natural samples for the delimiter count at positions > 0
+    std::int64_t text_samples = 128;  // natural samples for the delimiter count at positions > 0
     std::int64_t seq_len = 64;
     std::int64_t checks = 8;          // tokens also run as real 1-token forwards
 };

@@ -384,8 +384,8 @@ def b3(r):
     rule_a = ("Reproduced if ≥ 95% of the vocabulary spikes at position 0 (paper: 98.40–99.93%), under Sun et al.'s criterion with "
               "the median of natural-text states after the step-up block. Otherwise not reproduced.")
     rule_b = ("Reproduced if, at positions ≥ 1 of natural text, delimiter tokens (only punctuation/whitespace) spike at ≥ 5× the rate "
-              "of other tokens and make ≥ 50% of the spikes there; not shown at this scale if no token spikes at positions ≥ 1; "
-              "otherwise not reproduced.")
+              "of other tokens and make ≥ 50% of the spikes there; not shown at this scale if fewer than 10 tokens spike at "
+              "positions ≥ 1 (too few to judge); otherwise not reproduced.")
     paper_a = "Share of the vocabulary that spikes at position 0: Llama-2-7B 99.65%, Llama-3-8B 99.77%, Qwen2.5-7B 98.40%, Qwen3-8B 99.93%."
     paper_b = "Away from position 0, spikes sit on delimiters such as \".\" and \"\\n\"."
     m = load(r.out, "b3_vocab_position0")
@@ -406,13 +406,13 @@ def b3(r):
         ax.set_xlabel("log10 max |x| after the step-up block (token at position 0)"); ax.set_ylabel("tokens"); ax.legend(fontsize=7)
         save(fig, path); figs.append(rel)
     theory = (f"rank-one λ⋆(s⋆ᵀh̃)² of the step-up FFN (λ⋆ = {res['lambda_star']:.0f}) under the same criterion predicts "
-              f"{pct(res['vocab_share_predicted'])}")
-    ours = (f"SmolLM2-135M: {pct(share)} of {res['vocab_tokens']} tokens spike at position 0 (step-up layer {res['layer']}, reference "
+              f"{100 * res['vocab_share_predicted']:.2f}%")
+    ours = (f"SmolLM2-135M: {100 * share:.2f}% of {res['vocab_tokens']} tokens spike at position 0 (step-up layer {res['layer']}, reference "
             f"median {res['reference_median']:.2f}); with the stricter own-state median: {pct(res['vocab_share_spiking_own_median'])}. "
             f"Batched (sliding window 1) against 1-token forwards: max relative difference {res['batched_vs_single_max_rel_diff']:.1e}.")
     r.add("B3a", "Almost every token spikes at position 0", paper_a, ours, theory, rule_a, va, figs, m)
     t = res["text"]
-    if t["other_positions_spiking"] == 0:
+    if t["other_positions_spiking"] < 10:
         vb = NOT_SHOWN
     else:
         ok = (t["delimiter_spike_rate"] >= 5 * t["other_spike_rate"] and t["of_which_delimiters"] >= 0.5 * t["other_positions_spiking"])

@@ -6,11 +6,11 @@
 #      (outputs in out/<experiment>/: .npy/.csv data and meta.json with config, seed, git revision, timings)
 #   4. make the figures and the report (scripts/make_report.py, matplotlib in .venv)
 # Default sizes fit in about 30 minutes on a 2-core CPU; --full runs larger sizes (much longer),
-# --smoke the test sizes (a minute). --only a1,b3 runs a subset; --no-build reuses build/.
-# Usage: scripts/reproduce.sh [--full | --smoke] [--only NAMES] [--no-build] [--jobs N]
+# --smoke the test sizes (a minute). --only a1,b3 runs a subset; --no-build reuses the build directory.
+# Usage: scripts/reproduce.sh [--full | --smoke] [--only NAMES] [--no-build] [--jobs N] [--build-dir build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-size=default; only=""; build=1; jobs=$(nproc)
+size=default; only=""; build=1; jobs=$(nproc); bdir=build
 while (($#)); do
   case "$1" in
     --full) size=full ;;
@@ -18,6 +18,7 @@ while (($#)); do
     --only) only="$2"; shift ;;
     --no-build) build=0 ;;
     --jobs) jobs="$2"; shift ;;
+    --build-dir) bdir="$2"; shift ;;
     -h|--help) sed -n 2,11p "$0"; exit 0 ;;
     *) echo "reproduce: unknown option $1" >&2; exit 2 ;;
   esac
@@ -40,8 +41,8 @@ py=$(scripts/pyenv.sh --plots-only)
 
 if ((build)); then
   echo "== [build] ${#experiments[@]} experiment executables (-j$jobs)"
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build build -j"$jobs" --target "${experiments[@]}"
+  cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$bdir" -j"$jobs" --target "${experiments[@]}"
 fi
 t_build=$(date +%s)
 
@@ -72,7 +73,7 @@ for e in "${experiments[@]}"; do
   echo "== [$k/$n] $e $(flags "$e")"
   s=$(date +%s)
   # shellcheck disable=SC2046
-  if ! build/experiments/"$e" $(flags "$e") --out out/"$e"; then
+  if ! "$bdir"/experiments/"$e" $(flags "$e") --out out/"$e"; then
     echo "reproduce: $e failed (its row will say 'not run')" >&2
     failed+=("$e")
     rm -f out/"$e"/meta.json
