@@ -77,13 +77,19 @@ void head_rmsnorm_forward(Mat<T>& x, const Vec<T>& g, std::int64_t n_heads, std:
         }
 }
 
-// Rotary position embedding, in place on x (T × n_heads·d_h), position of row t = t + offset.
-// Pair (a, b) of frequency i (i < d_h/2) is rotated by θ = pos · base^(−2i/d_h):
-//   a' = a cos θ − b sin θ,  b' = a sin θ + b cos θ.
-// interleaved: (a, b) = (x[2i], x[2i+1]);  half_split: (a, b) = (x[i], x[i + d_h/2]).
+// cos θ and sin θ of rope_forward for rows t ∈ [0, n) (position t + offset) and frequencies i < d_h/2,
+// row-major (n × d_h/2). Cached per thread: training applies RoPE 4 times per layer and sequence with
+// the same table; rows [0, n) of a longer cached table are the same numbers.
 template <class T>
-void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double base, RopeLayout layout,
-                  std::int64_t offset = 0) {
+struct RopeTable {
+    std::int64_t n = -1, head_dim = -1, offset = 0;
+    double base = 0;
+    std::vector<T> cos, sin;
+};
+template <class T>
+const RopeTable<T>& rope_table(std::int64_t n, std::int64_t head_dim, double base, std::int64_t offset) {
+    thread_local RopeTable<T> tab;
+    if (tab.n >= n && tab.head_dim == head_dim && tab.base == base && tab.offset == offset) return tab;
     const std::int64_t half = head_dim / 2;
     // Hugging Face computes inv_freq = 1 / base^(2i/d_h) and θ = pos · inv_freq in float32; in float we
     // round at the same places so that θ agrees bit for bit, in double we keep double throughout.
@@ -93,11 +99,30 @@ void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double
         if (single) inv_freq[i] = 1.0f / std::pow(float(base), float(2 * i) / float(head_dim));
         else inv_freq[i] = std::pow(base, -2.0 * double(i) / double(head_dim));
     }
+    tab.cos.resize(std::size_t(n * half));
+    tab.sin.resize(std::size_t(n * half));
+    for (std::int64_t t = 0; t < n; ++t)
+        for (std::int64_t i = 0; i < half; ++i) {
+            const double theta = single ? double(float(t + offset) * float(inv_freq[i])) : double(t + offset) * inv_freq[i];
+            tab.cos[std::size_t(t * half + i)] = T(std::cos(theta));
+            tab.sin[std::size_t(t * half + i)] = T(std::sin(theta));
+        }
+    tab.n = n; tab.head_dim = head_dim; tab.base = base; tab.offset = offset;
+    return tab;
+}
+
+// Rotary position embedding, in place on x (T × n_heads·d_h), position of row t = t + offset.
+// Pair (a, b) of frequency i (i < d_h/2) is rotated by θ = pos · base^(−2i/d_h):
+//   a' = a cos θ − b sin θ,  b' = a sin θ + b cos θ.
+// interleaved: (a, b) = (x[2i], x[2i+1]);  half_split: (a, b) = (x[i], x[i + d_h/2]).
+template <class T>
+void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double base, RopeLayout layout,
+                  std::int64_t offset = 0) {
+    const std::int64_t half = head_dim / 2;
+    const RopeTable<T>& tab = rope_table<T>(x.rows(), head_dim, base, offset);
     for (Eigen::Index t = 0; t < x.rows(); ++t) {
         for (std::int64_t i = 0; i < half; ++i) {
-            const double theta = single ? double(float(t + offset) * float(inv_freq[i]))
-                                        : double(t + offset) * inv_freq[i];
-            const T c = T(std::cos(theta)), s = T(std::sin(theta));
+            const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];
             for (std::int64_t h = 0; h < n_heads; ++h) {
                 T* head = x.row(t).data() + h * head_dim;
                 const std::int64_t ia = layout == RopeLayout::interleaved ? 2 * i : i;
@@ -124,6 +149,7 @@ template <class T> T activate(Activation a, T x) {
 }
 template <class T>
 void activation_forward(Mat<T>& y, const Mat<T>& x, Activation a) {
+    if (a == Activation::silu) { y = (x.array() / (T(1) + (-x.array()).exp())).matrix(); return; }  // vectorised exp
     y = x.unaryExpr([a](T v) { return activate(a, v); });
 }
 
