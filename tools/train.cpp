@@ -21,6 +21,10 @@
 
 #include <sinkscope/train.hpp>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 using namespace sinkscope;
 namespace fs = std::filesystem;
 
@@ -86,6 +90,12 @@ void print_summary(const train::TraceRecord& r, const model::Config& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(__GLIBC__)
+    // Training allocates and frees the same large activation buffers every step; keep them in the heap
+    // instead of mmap/munmap-ing (and page-faulting) them each time.
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
     CLI::App app{"sinkscope-train: train the sinkscope transformer from scratch and trace its attention sinks"};
     app.get_formatter()->column_width(36);
 

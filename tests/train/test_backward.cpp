@@ -24,6 +24,7 @@ struct Variant {
     std::string name;
     std::function<void(Config&)> edit;
     train::LossMask mask{};
+    std::int64_t T = 7;  // > 64 exercises the blocked attention backward (several row blocks)
 };
 
 double sequence_loss(const Config& c, const model::Weights<double>& w, const std::vector<std::int32_t>& in,
@@ -34,9 +35,9 @@ double sequence_loss(const Config& c, const model::Weights<double>& w, const std
 
 // Compares the analytic gradient of every parameter with central differences at up to `per_tensor`
 // entries per tensor. Returns the number of entries checked.
-int check_model_gradients(const Config& c, const train::LossMask& mask, std::uint64_t seed, int per_tensor = 10) {
+int check_model_gradients(const Config& c, const train::LossMask& mask, std::uint64_t seed, std::int64_t T = 7,
+                          int per_tensor = 10) {
     auto w = test::random_test_weights<double>(c, seed);
-    const std::int64_t T = 7;
     const auto seq = test::random_tokens(T + 1, c.vocab_size, seed + 11);
     const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
 
@@ -130,6 +131,10 @@ std::vector<Variant> all_variants() {
     v.push_back({"force-sink, sandwich, sink token", [](Config& c) {
         c.force_sink_channels = 3; c.norm_placement = NormPlacement::sandwich; c.attention = AttentionKind::sink_token; }});
     v.push_back({"head_dim 8 with 2 heads, 1 kv head", [](Config& c) { c.n_heads = 2; c.n_kv_heads = 1; c.head_dim = 8; }});
+    v.push_back({"T = 150: three row blocks", [](Config& c) { c.context_length = 160; }, {}, 150});
+    v.push_back({"T = 150, window 70, KV bias, TNLM", [](Config& c) {
+        c.context_length = 160; c.sliding_window = 70; c.attention = AttentionKind::kv_bias; }, {0, -1, true}, 150});
+    v.push_back({"T = 130 + sink token", [](Config& c) { c.context_length = 160; c.attention = AttentionKind::sink_token; }, {}, 130});
     return v;
 }
 
@@ -142,7 +147,7 @@ TEST_CASE("gradients of every variant match central differences (double)", "[tra
     variants[i].edit(c);
     c.validate();
     INFO("variant: " << variants[i].name);
-    const int checked = check_model_gradients(c, variants[i].mask, 100 + i);
+    const int checked = check_model_gradients(c, variants[i].mask, 100 + i, variants[i].T);
     CHECK(checked > 80);
 }
 

@@ -122,16 +122,10 @@ template <class T>
 void rope_backward(Mat<T>& dx, std::int64_t n_heads, std::int64_t head_dim, double base, model::RopeLayout layout,
                    std::int64_t offset = 0) {
     const std::int64_t half = head_dim / 2;
-    constexpr bool single = std::is_same_v<T, float>;
-    std::vector<double> inv_freq(half);
-    for (std::int64_t i = 0; i < half; ++i) {
-        if (single) inv_freq[i] = 1.0f / std::pow(float(base), float(2 * i) / float(head_dim));
-        else inv_freq[i] = std::pow(base, -2.0 * double(i) / double(head_dim));
-    }
+    const model::RopeTable<T>& tab = model::rope_table<T>(dx.rows(), head_dim, base, offset);  // rope_forward's θ
     for (Eigen::Index t = 0; t < dx.rows(); ++t)
         for (std::int64_t i = 0; i < half; ++i) {
-            const double theta = single ? double(float(t + offset) * float(inv_freq[i])) : double(t + offset) * inv_freq[i];
-            const T c = T(std::cos(theta)), s = T(std::sin(theta));
+            const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];
             const std::int64_t ia = layout == model::RopeLayout::interleaved ? 2 * i : i;
             const std::int64_t ib = layout == model::RopeLayout::interleaved ? 2 * i + 1 : i + half;
             for (std::int64_t h = 0; h < n_heads; ++h) {

@@ -128,35 +128,48 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
         else dw.b_attn_gate += dpre.colwise().sum().transpose();
     }
 
+    // Per head, in blocks of kBlock query rows: row block [r0, r1) only has keys [k0, r1) (causal, and
+    // k0 = r0 − w + 1 with a window w), so the T × T products skip the masked upper triangle.
+    constexpr std::int64_t kBlock = 64;
     Mat<T> dq = Mat<T>::Zero(n, H * dh), dk = Mat<T>::Zero(n, G * dh), dv = Mat<T>::Zero(n, G * dh);
 #pragma omp parallel for schedule(static) if (G > 1)
     for (std::int64_t g = 0; g < G; ++g) {
-        Mat<T> dP(n, n), dS(n, n);
+        Mat<T> dP(std::min(kBlock, n), n), dS(std::min(kBlock, n), n);
         Vec<T> slot_dp, dslot;
+        const auto vg = tp.v.middleCols(g * dh, dh);  // (n, d_h)
+        const auto kg = tp.k.middleCols(g * dh, dh);
         for (std::int64_t h = g * group; h < (g + 1) * group; ++h) {
-            const auto P = tp.pattern.middleRows(h * n, n);  // (n, n)
-            const auto dzh = dz.middleCols(h * dh, dh);      // (n, d_h)
-            // z_h = P_h v_g:   dP = dz_h v_gᵀ,   dv_g += P_hᵀ dz_h
-            dP.noalias() = dzh * tp.v.middleCols(g * dh, dh).transpose();
-            dv.middleCols(g * dh, dh).noalias() += P.transpose() * dzh;
-            if (kv_bias) {
-                // z_h += p_slot v_bias:   dp_slot = dz_h · v_bias,   dv_bias += Σ_t p_slot[t] dz_h[t]
-                const Vec<T> ps = (T(1) - P.rowwise().sum().array()).matrix();
-                slot_dp = dzh * w.sink_kv.row(1).segment(g * dh, dh).transpose();
-                dw.sink_kv.row(1).segment(g * dh, dh).noalias() += ps.transpose() * dzh;
-                dslot = Vec<T>::Zero(n);
-            }
-            dS.setZero();
-            softmax_backward<T>(dS, kv_bias ? dslot.data() : nullptr, dP, P, kv_bias ? slot_dp.data() : nullptr, has_slot);
-            // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
-            dS *= scale;
-            dq.middleCols(h * dh, dh).noalias() += dS * tp.k.middleCols(g * dh, dh);
-            dk.middleCols(g * dh, dh).noalias() += dS.transpose() * tp.q.middleCols(h * dh, dh);
-            if (kv_bias) {
-                // s_slot = q_h · k_bias / √d_h
-                dslot *= scale;
-                dq.middleCols(h * dh, dh).noalias() += dslot * w.sink_kv.row(0).segment(g * dh, dh);
-                dw.sink_kv.row(0).segment(g * dh, dh).noalias() += dslot.transpose() * tp.q.middleCols(h * dh, dh);
+            for (std::int64_t r0 = 0; r0 < n; r0 += kBlock) {
+                const std::int64_t r1 = std::min(n, r0 + kBlock), rows = r1 - r0;
+                const std::int64_t k0 = c.sliding_window > 0 ? std::max<std::int64_t>(0, r0 - c.sliding_window + 1) : 0;
+                const std::int64_t kw = r1 - k0;
+                const auto P = tp.pattern.block(h * n + r0, k0, rows, kw);          // (rows, kw)
+                const auto dzh = dz.block(r0, h * dh, rows, dh);                      // (rows, d_h)
+                auto dPb = dP.topLeftCorner(rows, kw);
+                auto dSb = dS.topLeftCorner(rows, kw);
+                // z_h = P_h v_g:   dP = dz_h v_gᵀ,   dv_g += P_hᵀ dz_h
+                dPb.noalias() = dzh * vg.middleRows(k0, kw).transpose();
+                dv.block(k0, g * dh, kw, dh).noalias() += P.transpose() * dzh;
+                if (kv_bias) {
+                    // z_h += p_slot v_bias:   dp_slot = dz_h · v_bias,   dv_bias += Σ_t p_slot[t] dz_h[t]
+                    const Vec<T> ps = (T(1) - P.rowwise().sum().array()).matrix();
+                    slot_dp = dzh * w.sink_kv.row(1).segment(g * dh, dh).transpose();
+                    dw.sink_kv.row(1).segment(g * dh, dh).noalias() += ps.transpose() * dzh;
+                    dslot = Vec<T>::Zero(rows);
+                }
+                dSb.setZero();
+                softmax_backward<T>(dSb, kv_bias ? dslot.data() : nullptr, dPb, P, kv_bias ? slot_dp.data() : nullptr,
+                                    has_slot);
+                // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
+                dSb *= scale;
+                dq.block(r0, h * dh, rows, dh).noalias() += dSb * kg.middleRows(k0, kw);
+                dk.block(k0, g * dh, kw, dh).noalias() += dSb.transpose() * tp.q.block(r0, h * dh, rows, dh);
+                if (kv_bias) {
+                    // s_slot = q_h · k_bias / √d_h
+                    dslot *= scale;
+                    dq.block(r0, h * dh, rows, dh).noalias() += dslot * w.sink_kv.row(0).segment(g * dh, dh);
+                    dw.sink_kv.row(0).segment(g * dh, dh).noalias() += dslot.transpose() * tp.q.block(r0, h * dh, rows, dh);
+                }
             }
         }
     }
@@ -193,11 +206,20 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
             Mat<T> dpost = Mat<T>::Zero(n, c.d_ff);
             linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post, w.w_down);
             // hidden = act(gate) ⊙ up:   dgate = dhidden ⊙ up ⊙ act'(gate),   dup = dhidden ⊙ act(gate)
-            Mat<T> act;
-            model::activation_forward(act, tp.pre, c.activation);
-            Mat<T> dgate = Mat<T>::Zero(n, c.d_ff);
-            activation_backward(dgate, Mat<T>(dpost.cwiseProduct(tp.pre_linear)), tp.pre, c.activation);
-            const Mat<T> dup = dpost.cwiseProduct(act);
+            Mat<T> dgate(n, c.d_ff), dup(n, c.d_ff);
+            if (c.activation == model::Activation::silu) {
+                // σ once, with Eigen's vectorised exp: silu = x σ,  silu' = σ (1 + x (1 − σ))
+                const auto x = tp.pre.array();
+                const Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> sg = (T(1) + (-x).exp()).inverse();
+                dup.array() = dpost.array() * x * sg;
+                dgate.array() = dpost.array() * tp.pre_linear.array() * sg * (T(1) + x * (T(1) - sg));
+            } else {
+                Mat<T> act;
+                model::activation_forward(act, tp.pre, c.activation);
+                dgate.setZero();
+                activation_backward(dgate, Mat<T>(dpost.cwiseProduct(tp.pre_linear)), tp.pre, c.activation);
+                dup = dpost.cwiseProduct(act);
+            }
             linear_backward<T>(&dinp, dw.w_gate, nullptr, dgate, inp, w.w_gate);
             linear_backward(&dinp, dw.w_up, &dw.b_up, dup, inp, w.w_up);
             return;

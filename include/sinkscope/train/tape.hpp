@@ -16,8 +16,11 @@
 // the norms' 1/rms from their inputs, q/k before QK-norm (one GEMM, QK-norm only), the ungated z
 // (gated attention only) and the raw sub-block output before a sandwich norm (one GEMM, sandwich only).
 //
-// The recorder also checks every saved activation for NaN/inf (optional) and remembers the first
-// offending hook name, which names the layer and the operation.
+// The recorder also checks activations for NaN/inf and remembers the first offending hook name, which
+// names the layer and the operation. FiniteCheck::all checks every saved activation; ::sentinels only
+// the residual stream around each sub-block (resid_pre, resid_mid, the last resid_post) and the logits —
+// a NaN anywhere reaches the next of these, so sentinels catch every fault at a fraction of the cost, and
+// the Trainer re-records a faulty sequence with ::all to name the exact operation.
 #pragma once
 
 #include <Eigen/Core>
@@ -31,6 +34,8 @@
 #include "sinkscope/model/weights.hpp"
 
 namespace sinkscope::train {
+
+enum class FiniteCheck { none, sentinels, all };
 
 // Saved activations of one block; n = positions (T, or T + 1 with a sink token).
 template <class T>
@@ -64,13 +69,13 @@ struct Tape {
 template <class T>
 class TapeRecorder {
 public:
-    explicit TapeRecorder(const model::Config& c, bool check_finite = true) : c_(c), check_(check_finite) {
+    explicit TapeRecorder(const model::Config& c, FiniteCheck mode = FiniteCheck::sentinels) : c_(c), check_(mode) {
         tape_.layers.resize(c.n_layers);
         const bool rope = c.positions == model::PositionKind::rope;
         for (std::int64_t l = 0; l < c.n_layers; ++l) {
             LayerTape<T>& L = tape_.layers[l];
             const std::string b = "blocks." + std::to_string(l) + ".";
-            capture(b + "hook_resid_pre", L.resid_pre);
+            capture(b + "hook_resid_pre", L.resid_pre, false, true);
             capture(b + "ln1.hook_normalized", L.xn1);
             capture(b + (rope ? "attn.hook_rot_q" : "attn.hook_q"), L.q);
             capture(b + (rope ? "attn.hook_rot_k" : "attn.hook_k"), L.k);
@@ -79,7 +84,7 @@ public:
             if (c.gate != model::GateKind::none) capture(b + "attn.hook_gate", L.gate);
             capture(b + "attn.hook_z", L.z);
             capture(b + "hook_attn_out", L.attn_out);
-            capture(b + "hook_resid_mid", L.resid_mid);
+            capture(b + "hook_resid_mid", L.resid_mid, false, true);
             if (c.ffn != model::FfnKind::none) {
                 capture(b + "ln2.hook_normalized", L.xn2);
                 if (c.ffn == model::FfnKind::swiglu || c.ffn == model::FfnKind::gelu) {
@@ -89,11 +94,11 @@ public:
                 if (c.ffn == model::FfnKind::swiglu) capture(b + "mlp.hook_pre_linear", L.pre_linear);
                 capture(b + "hook_mlp_out", L.mlp_out);
             }
-            if (l == c.n_layers - 1) capture(b + "hook_resid_post", tape_.final_in);
+            if (l == c.n_layers - 1) capture(b + "hook_resid_post", tape_.final_in, false, true);
         }
         if (c.norm_placement != model::NormPlacement::post) capture("ln_final.hook_normalized", tape_.xf);
         // The logits are returned by forward(); only the finiteness check needs the hook.
-        if (check_) hooks_.add("logits", [this](const std::string& name, model::ActivationRef<T>& x) {
+        if (check_ != FiniteCheck::none) hooks_.add("logits", [this](const std::string& name, model::ActivationRef<T>& x) {
             check(name, x.data, x.size());
         });
     }
@@ -116,20 +121,21 @@ public:
 
 private:
     void check(const std::string& name, const T* data, std::int64_t size) {
-        if (!check_ || !tape_.nonfinite.empty()) return;
+        if (check_ == FiniteCheck::none || !tape_.nonfinite.empty()) return;
         if (!Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(data, size).allFinite()) tape_.nonfinite = name;
     }
-    void capture(const std::string& name, Mat<T>& dst, bool cols_from_last = false) {
-        hooks_.add(name, [this, &dst, cols_from_last](const std::string& nm, model::ActivationRef<T>& x) {
+    void capture(const std::string& name, Mat<T>& dst, bool cols_from_last = false, bool sentinel = false) {
+        const bool checked = check_ == FiniteCheck::all || (check_ == FiniteCheck::sentinels && sentinel);
+        hooks_.add(name, [this, &dst, cols_from_last, checked](const std::string& nm, model::ActivationRef<T>& x) {
             const std::int64_t size = x.size();
             const std::int64_t cols = cols_from_last ? x.shape.back() : size / x.shape.front();
             dst = Eigen::Map<const Mat<T>>(x.data, size / cols, cols);
-            check(nm, x.data, size);
+            if (checked) check(nm, x.data, size);
         });
     }
 
     model::Config c_;
-    bool check_;
+    FiniteCheck check_;
     Tape<T> tape_;
     model::HookSet<T> hooks_;
 };

@@ -202,8 +202,12 @@ public:
             const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
             const auto& tape = recorders_[slot]->record(w_, in);
             if (!tape.nonfinite.empty()) {
+                // A sentinel fired: record the sequence again checking every activation, to name the operation.
+                TapeRecorder<T> full(cfg_.model, FiniteCheck::all);
+                const std::string where = full.record(w_, in).nonfinite;
+                const std::string name = where.empty() ? tape.nonfinite : where;
                 report(fault, "non-finite activation at step " + std::to_string(step_) + ", sequence " + std::to_string(b) +
-                                  ": " + describe_hook(tape.nonfinite) + " (hook " + tape.nonfinite + ")");
+                                  ": " + describe_hook(name) + " (hook " + name + ")");
                 return;
             }
             model::Mat<T>& dlogits = dlogits_[slot];
@@ -284,14 +288,19 @@ private:
 #ifdef _OPENMP
         const int avail = cfg_.threads > 0 ? int(cfg_.threads) : omp_get_max_threads();
         if (cfg_.parallel == Parallelism::sequences) n = std::size_t(std::max(1, std::min<int>(avail, int(cfg_.batch))));
+        // The trainer owns the process's threads: in gemm mode every OpenMP region (Eigen's GEMMs, the
+        // per-head loops) gets `avail`; with one sequence thread the inner regions must not fan out
+        // either (a second thread would only spin at their barriers).
         Eigen::setNbThreads(cfg_.parallel == Parallelism::gemm ? avail : 1);
         if (cfg_.parallel == Parallelism::gemm) omp_set_num_threads(avail);
+        else if (n == 1) omp_set_num_threads(1);
 #endif
         grads_.clear();
         recorders_.clear();
         for (std::size_t i = 0; i < n; ++i) {
             grads_.push_back(zeros_like(w_));
-            recorders_.push_back(std::make_unique<TapeRecorder<T>>(cfg_.model, cfg_.check_finite));
+            recorders_.push_back(std::make_unique<TapeRecorder<T>>(
+                cfg_.model, cfg_.check_finite ? FiniteCheck::sentinels : FiniteCheck::none));
         }
         dlogits_.resize(n);
     }

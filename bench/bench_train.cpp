@@ -1,0 +1,106 @@
+// Benchmark: training tokens/s of a Llama-style model (d 256, 4 layers, 4 heads, SwiGLU 688, T 256,
+// batch 8, vocab 512; RMSNorm pre-norm, RoPE, tied head) with AdamW + clipping, and the machine's
+// single-precision GEMM FLOP/s (Eigen, large square, same threads) to put it in proportion.
+// The peer (bench/bench_train_torch.py, the same model and optimizer in PyTorch) is run by
+// bench/run_train_bench.sh in the same session, which prints the ratios.
+//   usage: bench_train [steps=6] [threads=0] [parallel=sequences|gemm] [gemm_n=2048]
+// Prints one JSON line: tokens_per_s (median step), step_s, model_gflop_per_step, achieved_gflops,
+// gemm_gflops, fraction_of_gemm, peak_rss_mb, and the settings.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include <Eigen/Core>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#include <sinkscope/train/trainer.hpp>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+using namespace sinkscope;
+using clock_type = std::chrono::steady_clock;
+
+// FLOPs of one training step (forward + backward = 3 × forward), counting GEMMs and the T × T
+// attention products as computed (full square), not elementwise work.
+double model_flops_per_step(const model::Config& c, std::int64_t T, std::int64_t B) {
+    const double d = double(c.d_model), q = double(c.q_dim()), kv = double(c.kv_dim()), ff = double(c.d_ff);
+    const double per_token_layer = 2.0 * (d * q + 2 * d * kv + q * d + 3 * d * ff) + 2.0 * 2.0 * double(T) * q;
+    const double per_token = double(c.n_layers) * per_token_layer + 2.0 * d * double(c.vocab_size);
+    return 3.0 * per_token * double(T * B);
+}
+
+double gemm_gflops(int n, int reps) {
+    Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n), c(n, n);
+    double best = 1e30;
+    for (int r = 0; r < reps; ++r) {
+        const auto t0 = clock_type::now();
+        c.noalias() = a * b;
+        best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count());
+    }
+    if (c(0, 0) == 12345.f) std::cerr << "";
+    return 2.0 * double(n) * n * n / best / 1e9;
+}
+
+int main(int argc, char** argv) {
+#if defined(__GLIBC__)
+    // Training allocates and frees the same large activation buffers every step; keep them in the heap
+    // instead of mmap/munmap-ing (and page-faulting) them each time.
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
+    const int steps = argc > 1 ? std::stoi(argv[1]) : 6;
+    const int threads = argc > 2 ? std::stoi(argv[2]) : 0;
+    const std::string parallel = argc > 3 ? argv[3] : "sequences";
+    const int gemm_n = argc > 4 ? std::stoi(argv[4]) : 2048;
+    try {
+        train::TrainConfig t;
+        model::Config& c = t.model;
+        c.architecture = "sinkscope";
+        c.n_layers = 4; c.d_model = 256; c.n_heads = 4; c.n_kv_heads = 4; c.head_dim = 64; c.d_ff = 688;
+        c.vocab_size = 512; c.context_length = 256;
+        const std::int64_t T = 256;
+        t.task = {{"kind", "zipf"}, {"n_tokens", 511}, {"seq_len", T}, {"seed", 1}};
+        t.batch = 8;
+        t.steps = steps + 1;
+        t.optim.lr = 1e-3; t.optim.warmup_steps = 0; t.optim.total_steps = steps + 1;
+        t.threads = threads;
+        t.parallel = parallel == "gemm" ? train::Parallelism::gemm : train::Parallelism::sequences;
+        train::Trainer<float> tr(t, train::make_data(t.task));
+        std::vector<double> times;
+        double loss = 0;
+        for (int s = 0; s < steps + 1; ++s) {  // step 0 is a warm-up
+            const auto r = tr.step();
+            if (s) times.push_back(r.seconds);
+            loss = r.loss;
+        }
+        std::sort(times.begin(), times.end());
+        const double step_s = times[times.size() / 2];
+        const double flops = model_flops_per_step(c, T, t.batch);
+#ifdef _OPENMP
+        const int nthreads = threads > 0 ? threads : omp_get_max_threads();
+#else
+        const int nthreads = 1;
+#endif
+        Eigen::setNbThreads(nthreads);
+        const double gemm = gemm_gflops(gemm_n, 3);
+        rusage ru{};
+        getrusage(RUSAGE_SELF, &ru);
+        const nlohmann::json out = {
+            {"impl", "sinkscope"}, {"threads", nthreads}, {"parallel", parallel}, {"steps", steps},
+            {"tokens_per_step", T * t.batch}, {"step_s", step_s}, {"tokens_per_s", double(T * t.batch) / step_s},
+            {"model_gflop_per_step", flops / 1e9}, {"achieved_gflops", flops / step_s / 1e9}, {"gemm_n", gemm_n},
+            {"gemm_gflops", gemm}, {"fraction_of_gemm", flops / step_s / 1e9 / gemm},
+            {"peak_rss_mb", double(ru.ru_maxrss) / 1024.0}, {"last_loss", loss}};
+        std::cout << out.dump() << std::endl;
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "bench_train: " << e.what() << "\n";
+        return 1;
+    }
+}
