@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""PyTorch peer of bench/bench_cuda.cu on the same GPU, float32, TF32 off (PyTorch's default for matmul).
+
+  forward  Hugging Face LlamaForCausalLM with the SmolLM2-135M Config (random weights: the timing does not
+           depend on them), eager attention, output_hidden_states=True (every layer's residual stream, as
+           bench_cuda's capture run), T tokens, batch 1. tokens/s of the median call.
+  train    the training issue's benchmark model of bench/bench_train_torch.py (d 256, 4 layers, 4 heads,
+           SwiGLU 688, T 256, batch 8, vocab 512; RMSNorm pre-norm, RoPE half-split, tied head) with AdamW
+           (decay on matrices), clipping; attention either F.scaled_dot_product_attention ("sdpa") or
+           written out ("eager": scores, mask, softmax, matmul). tokens/s of the median step.
+Prints one JSON line per measurement.
+    usage: bench_cuda_torch.py CONFIG.json [tokens=512] [repeats=10] [what=all|forward|train]
+"""
+import json, math, sys, time
+
+import torch
+import torch.nn.functional as F
+
+cfg_path = sys.argv[1]
+T_fwd = int(sys.argv[2]) if len(sys.argv) > 2 else 512
+repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+what = sys.argv[4] if len(sys.argv) > 4 else "all"
+if not torch.cuda.is_available():
+    print(json.dumps({"bench": "skipped", "impl": "pytorch", "reason": "torch.cuda.is_available() is False"}))
+    sys.exit(0)
+dev = torch.device("cuda")
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+
+
+def median_time(fn, n):
+    ts = []
+    for r in range(n + 2):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        if r >= 2:
+            ts.append(time.perf_counter() - t0)
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def forward_bench():
+    from transformers import LlamaConfig, LlamaForCausalLM
+    c = json.load(open(cfg_path))
+    hf = LlamaConfig(vocab_size=c["vocab_size"], hidden_size=c["d_model"], intermediate_size=c["d_ff"],
+                     num_hidden_layers=c["n_layers"], num_attention_heads=c["n_heads"],
+                     num_key_value_heads=c["n_kv_heads"], head_dim=c["head_dim"], rms_norm_eps=c["norm_eps"],
+                     rope_theta=c["rope_base"], max_position_embeddings=c["context_length"],
+                     tie_word_embeddings=c["tied_embeddings"], attn_implementation="eager")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(hf).to(dev, torch.float32).eval()
+    ids = (torch.arange(T_fwd, device=dev) * 2654435761 + 1) % c["vocab_size"]
+    x = ids[None, :]
+    with torch.no_grad():
+        plain = median_time(lambda: model(x), repeats)
+        def capture():
+            out = model(x, output_hidden_states=True)
+            return [h.cpu() for h in out.hidden_states[1:]]  # to the host, as bench_cuda's capture hooks
+        cap = median_time(capture, repeats)
+    print(json.dumps({"bench": "forward", "impl": "pytorch-transformers", "torch": torch.__version__,
+                      "gpu": torch.cuda.get_device_name(), "tokens": T_fwd, "s_plain": plain,
+                      "tokens_per_s_plain": T_fwd / plain, "s_capture_resid_post": cap,
+                      "tokens_per_s_capture": T_fwd / cap}))
+
+
+L, d, H, dh, ff, V, T, B = 4, 256, 4, 64, 688, 512, 256, 8
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, n, eps=1e-5):
+        super().__init__()
+        self.weight, self.eps = torch.nn.Parameter(torch.ones(n)), eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def eager_attention(q, k, v):
+    n = q.shape[-2]
+    s = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    mask = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)
+    return torch.softmax(s.masked_fill(mask, float("-inf")), -1) @ v
+
+
+class Block(torch.nn.Module):
+    def __init__(self, attn):
+        super().__init__()
+        self.attn = attn
+        self.ln1, self.ln2 = RMSNorm(d), RMSNorm(d)
+        self.wq, self.wk, self.wv, self.wo = (torch.nn.Linear(d, d, bias=False) for _ in range(4))
+        self.w_gate, self.w_up = torch.nn.Linear(d, ff, bias=False), torch.nn.Linear(d, ff, bias=False)
+        self.w_down = torch.nn.Linear(ff, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, n, _ = x.shape
+        h = self.ln1(x)
+        q, k, v = (w(h).view(b, n, H, dh).transpose(1, 2) for w in (self.wq, self.wk, self.wv))
+        rot = lambda t: t * cos + torch.cat([-t[..., dh // 2:], t[..., : dh // 2]], -1) * sin
+        if self.attn == "sdpa":
+            z = F.scaled_dot_product_attention(rot(q), rot(k), v, is_causal=True)
+        else:
+            z = eager_attention(rot(q), rot(k), v)
+        x = x + self.wo(z.transpose(1, 2).reshape(b, n, d))
+        h = self.ln2(x)
+        return x + self.w_down(F.silu(self.w_gate(h)) * self.w_up(h))
+
+
+class Model(torch.nn.Module):
+    def __init__(self, attn):
+        super().__init__()
+        self.embed = torch.nn.Embedding(V, d)
+        self.blocks = torch.nn.ModuleList(Block(attn) for _ in range(L))
+        self.ln_f = RMSNorm(d)
+        inv = 10000.0 ** (-torch.arange(0, dh, 2, dtype=torch.float32) / dh)
+        ang = torch.arange(T, dtype=torch.float32)[:, None] * inv[None, :]
+        self.register_buffer("cos", torch.cat([ang.cos(), ang.cos()], -1))
+        self.register_buffer("sin", torch.cat([ang.sin(), ang.sin()], -1))
+
+    def forward(self, tokens):
+        x = self.embed(tokens)
+        for blk in self.blocks:
+            x = blk(x, self.cos, self.sin)
+        return self.ln_f(x) @ self.embed.weight.T
+
+
+def train_bench(attn):
+    torch.manual_seed(0)
+    model = Model(attn).to(dev)
+    for p in model.parameters():
+        if p.dim() >= 2:
+            torch.nn.init.normal_(p, std=0.02)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
+    gen = torch.Generator(device=dev).manual_seed(1)
+    state = {}
+
+    def step():
+        batch = torch.randint(0, V, (B, T + 1), generator=gen, device=dev)
+        opt.zero_grad(set_to_none=True)
+        logits = model(batch[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, V), batch[:, 1:].reshape(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        state["loss"] = loss
+
+    s = median_time(step, repeats)
+    print(json.dumps({"bench": "train", "impl": "pytorch-" + attn, "torch": torch.__version__,
+                      "gpu": torch.cuda.get_device_name(), "tokens_per_step": T * B, "step_s": s,
+                      "tokens_per_s": T * B / s, "last_loss": state["loss"].item()}))
+
+
+if what in ("all", "forward"):
+    forward_bench()
+if what in ("all", "train"):
+    train_bench("sdpa")
+    train_bench("eager")
