@@ -40,9 +40,9 @@ scripts/fetch_corpus.sh
 py=$(scripts/pyenv.sh --plots-only)
 
 if ((build)); then
-  echo "== [build] ${#experiments[@]} experiment executables (-j$jobs)"
+  echo "== [build] the experiment executables (-j$jobs)"
   cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$bdir" -j"$jobs" --target "${experiments[@]}"
+  cmake --build "$bdir" -j"$jobs" --target sinkscope_experiments
 fi
 t_build=$(date +%s)
 
