@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/fetch_model.sh
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-  -DSINKSCOPE_SANITIZE=ON -DSINKSCOPE_NATIVE=OFF -DSINKSCOPE_BUILD_BENCH=OFF -DSINKSCOPE_BUILD_EXPERIMENTS=OFF >/dev/null
+  -DSINKSCOPE_SANITIZE=ON -DSINKSCOPE_NATIVE=OFF -DSINKSCOPE_CUDA=OFF -DSINKSCOPE_BUILD_BENCH=OFF -DSINKSCOPE_BUILD_EXPERIMENTS=OFF >/dev/null
 cmake --build build-asan -j"$(nproc)" --target sinkscope_tests sinkscope_cli
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
