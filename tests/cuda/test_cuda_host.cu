@@ -17,6 +17,7 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -308,6 +309,43 @@ TEST_CASE("fused attention limits are checked on the host", "[cuda][host]") {
     CHECK(cuda::detail::attention_threads(200) == 224);
     CHECK(cuda::detail::blocks_for(0, 256) == 1);
     CHECK(cuda::detail::blocks_for(257, 256) == 2);
+}
+
+TEST_CASE("kernel thread mappings cover every element exactly once (host emulation)", "[cuda][host]") {
+    // RoPE: one block per row; thread k of the block handles frequency k mod (d_h/2) in heads
+    // h0, h0 + slices, … with h0 = k div (d_h/2) — the loops of detail::rope_kernel.
+    for (std::int64_t nh : {1, 3, 9, 32})
+        for (std::int64_t dh : {2, 4, 6, 64, 128, 1024}) {
+            const std::int64_t half = dh / 2, threads = cuda::detail::rope_threads(nh, dh);
+            REQUIRE(threads % 32 == 0);
+            REQUIRE(threads <= 256);
+            const std::int64_t slices = threads >= half ? threads / half : 1;
+            std::vector<int> seen(std::size_t(nh * half), 0);
+            for (std::int64_t tid = 0; tid < threads; ++tid)
+                for (std::int64_t k = tid; k < half * slices; k += threads)
+                    for (std::int64_t h = k / half; h < nh; h += slices) ++seen[std::size_t(h * half + k % half)];
+            INFO("n_heads " << nh << ", head_dim " << dh);
+            CHECK(std::count(seen.begin(), seen.end(), 1) == std::int64_t(seen.size()));
+        }
+    // fused attention, z phase: thread (part, c) = (tid div d_h, tid mod d_h) sums keys j ≡ part (mod
+    // parts); then threads cc < d_h add the parts. Every (key, channel) product is taken once.
+    for (std::int64_t dh : {4, 16, 64, 96, 128, 256, 1024}) {
+        const std::int64_t threads = cuda::detail::attention_threads(dh), parts = threads / dh, t = 37;
+        REQUIRE(parts >= 1);
+        std::vector<int> seen(std::size_t((t + 1) * dh), 0);
+        for (std::int64_t tid = 0; tid < threads; ++tid) {
+            const std::int64_t c = tid % dh, part = tid / dh;
+            if (part < parts)
+                for (std::int64_t j = part; j <= t; j += parts) ++seen[std::size_t(j * dh + c)];
+        }
+        INFO("head_dim " << dh);
+        CHECK(std::count(seen.begin(), seen.end(), 1) == std::int64_t(seen.size()));
+        CHECK(cuda::attention_smem_bytes(t + 1, dh) >= std::size_t(t + 1 + dh + parts * dh) * sizeof(float));
+    }
+    CHECK(cuda::detail::row_threads(16) == 32);
+    CHECK(cuda::detail::row_threads(576) == 256);
+    CHECK(cuda::detail::row_threads(100) == 128);
+    CHECK_THROWS_AS(cuda::detail::check_rows(std::int64_t(1) << 31), Error);
 }
 
 TEST_CASE("the device trainer states which configs it covers", "[cuda][host]") {

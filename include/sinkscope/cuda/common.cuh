@@ -112,6 +112,15 @@ inline unsigned blocks_for(std::int64_t n, int threads, std::int64_t cap = 65535
 }
 // Round up to a multiple of 32 (a warp).
 inline int round_up_warp(std::int64_t n) { return static_cast<int>(((n + 31) / 32) * 32); }
+// Threads of a one-block-per-row kernel over rows of d values: d rounded up to a warp, in [32, 256].
+inline int row_threads(std::int64_t d) {
+    const std::int64_t t = ((d + 31) / 32) * 32;
+    return int(t < 32 ? 32 : (t > 256 ? 256 : t));
+}
+// Rows are blocks of a one-dimensional grid.
+inline void check_rows(std::int64_t rows) {
+    require(rows >= 0 && rows <= 2147483647LL, "cuda: " + std::to_string(rows) + " rows exceed one grid dimension");
+}
 // A dimension that cuBLAS takes as int.
 inline int as_int(std::int64_t v, const char* what) {
     require(v >= 0 && v <= std::numeric_limits<int>::max(),
@@ -283,6 +292,10 @@ inline Context& default_context() {
 // includes it, and nvcc ignores `inline` on __global__ functions. Templates have the vague linkage that
 // header-only code needs.
 #define SINKSCOPE_KERNEL template <int SinkscopeHeaderOnly = 0> __global__ void
+
+// Row kernels run one block per row and loop over the row's columns: no 64-bit division per element
+// (which costs tens of instructions on a GPU and would make a memory-bound kernel compute-bound).
+#define SINKSCOPE_ROW_LOOP(c, d) for (std::int64_t c = threadIdx.x; c < (d); c += blockDim.x)
 
 // A grid-stride loop over i in [0, n) (64-bit indices).
 #define SINKSCOPE_GRID_STRIDE(i, n) \

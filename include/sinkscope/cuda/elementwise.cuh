@@ -56,20 +56,15 @@ namespace detail {
 
 // x[r] = sink (t = 0 with a sink token) or E[tokens[b·(n − sink) + t − sink]]
 SINKSCOPE_KERNEL embedding_kernel(float* __restrict__ x, const float* __restrict__ E, const std::int32_t* __restrict__ tokens,
-                                 const float* __restrict__ sink, std::int64_t rows, std::int64_t n, std::int64_t d, int has_sink) {
-    SINKSCOPE_GRID_STRIDE(i, rows * d) {
-        const std::int64_t r = i / d, c = i - r * d, b = r / n, t = r - b * n;
-        if (has_sink && t == 0) x[i] = sink[c];
-        else x[i] = E[std::int64_t(tokens[b * (n - has_sink) + t - has_sink]) * d + c];
-    }
+                                 const float* __restrict__ sink, std::int64_t n, std::int64_t d, int has_sink) {
+    const std::int64_t r = blockIdx.x, b = r / n, t = r - b * n;
+    const float* src = (has_sink && t == 0) ? sink : E + std::int64_t(tokens[b * (n - has_sink) + t - has_sink]) * d;
+    SINKSCOPE_ROW_LOOP(c, d) x[r * d + c] = src[c];
 }
 // x[r, c] += P[r mod n, c]
-SINKSCOPE_KERNEL add_positions_kernel(float* __restrict__ x, const float* __restrict__ P, std::int64_t rows, std::int64_t n,
-                                     std::int64_t d) {
-    SINKSCOPE_GRID_STRIDE(i, rows * d) {
-        const std::int64_t r = i / d, c = i - r * d;
-        x[i] += P[(r % n) * d + c];
-    }
+SINKSCOPE_KERNEL add_positions_kernel(float* __restrict__ x, const float* __restrict__ P, std::int64_t n, std::int64_t d) {
+    const std::int64_t r = blockIdx.x, t = r % n;
+    SINKSCOPE_ROW_LOOP(c, d) x[r * d + c] += P[t * d + c];
 }
 SINKSCOPE_KERNEL add_kernel(float* __restrict__ y, const float* __restrict__ x, std::int64_t n) {
     SINKSCOPE_GRID_STRIDE(i, n) y[i] += x[i];
@@ -103,54 +98,50 @@ SINKSCOPE_KERNEL sigmoid_kernel(float* __restrict__ y, std::int64_t n) {
     SINKSCOPE_GRID_STRIDE(i, n) y[i] = act::sigmoid(y[i]);
 }
 // g[r, :] = b   (the static gate before its sigmoid)
-SINKSCOPE_KERNEL broadcast_rows_kernel(float* __restrict__ g, const float* __restrict__ b, std::int64_t rows, std::int64_t cols) {
-    SINKSCOPE_GRID_STRIDE(i, rows * cols) g[i] = b[i % cols];
+SINKSCOPE_KERNEL broadcast_rows_kernel(float* __restrict__ g, const float* __restrict__ b, std::int64_t cols) {
+    const std::int64_t r = blockIdx.x;
+    SINKSCOPE_ROW_LOOP(c, cols) g[r * cols + c] = b[c];
 }
 // z[r, h·d_h + i] *= g[r, h] (per head) or g[r, h·d_h + i] (per channel)
-SINKSCOPE_KERNEL apply_gate_kernel(float* __restrict__ z, const float* __restrict__ g, std::int64_t rows, std::int64_t H,
-                                  std::int64_t dh, int per_head) {
-    const std::int64_t w = H * dh;
-    SINKSCOPE_GRID_STRIDE(i, rows * w) {
-        const std::int64_t r = i / w, c = i - r * w;
-        z[i] *= per_head ? g[r * H + c / dh] : g[i];
+SINKSCOPE_KERNEL apply_gate_kernel(float* __restrict__ z, const float* __restrict__ g, std::int64_t H, std::int64_t dh,
+                                  int per_head) {
+    const std::int64_t r = blockIdx.x, w = H * dh;
+    if (per_head) {
+        for (std::int64_t h = 0; h < H; ++h) {
+            const float gh = g[r * H + h];
+            SINKSCOPE_ROW_LOOP(i, dh) z[r * w + h * dh + i] *= gh;
+        }
+    } else {
+        SINKSCOPE_ROW_LOOP(c, w) z[r * w + c] *= g[r * w + c];
     }
 }
 // y = x with channels [0, k) zeroed at every position t ≥ 1   (force-sink, Paper A v2)
-SINKSCOPE_KERNEL force_sink_kernel(float* __restrict__ y, const float* __restrict__ x, std::int64_t rows, std::int64_t n,
-                                  std::int64_t d, std::int64_t k) {
-    SINKSCOPE_GRID_STRIDE(i, rows * d) {
-        const std::int64_t r = i / d, c = i - r * d;
-        y[i] = (c < k && (r % n) != 0) ? 0.f : x[i];
-    }
+SINKSCOPE_KERNEL force_sink_kernel(float* y, const float* x, std::int64_t n, std::int64_t d,  // y may be x
+                                  std::int64_t k) {
+    const std::int64_t r = blockIdx.x, kk = (r % n) != 0 ? k : 0;
+    SINKSCOPE_ROW_LOOP(c, d) y[r * d + c] = c < kk ? 0.f : x[r * d + c];
 }
 // dst[b·(n−1) + t − 1] = src[b·n + t] for t ≥ 1: the real rows of a sequence with a sink token.
-SINKSCOPE_KERNEL drop_first_rows_kernel(float* __restrict__ dst, const float* __restrict__ src, std::int64_t B, std::int64_t n,
-                                       std::int64_t d) {
-    const std::int64_t m = n - 1;
-    SINKSCOPE_GRID_STRIDE(i, B * m * d) {
-        const std::int64_t r = i / d, c = i - r * d, b = r / m, t = r - b * m;
-        dst[i] = src[(b * n + t + 1) * d + c];
-    }
+SINKSCOPE_KERNEL drop_first_rows_kernel(float* __restrict__ dst, const float* __restrict__ src, std::int64_t n, std::int64_t d) {
+    const std::int64_t r = blockIdx.x, m = n - 1, b = r / m, t = r - b * m;
+    SINKSCOPE_ROW_LOOP(c, d) dst[r * d + c] = src[(b * n + t + 1) * d + c];
 }
 // dst[b·n + t] = src[b·(n−1) + t − 1] for t ≥ 1 (the inverse of drop_first_rows; rows t = 0 untouched)
-SINKSCOPE_KERNEL insert_after_first_rows_kernel(float* __restrict__ dst, const float* __restrict__ src, std::int64_t B,
-                                               std::int64_t n, std::int64_t d) {
-    const std::int64_t m = n - 1;
-    SINKSCOPE_GRID_STRIDE(i, B * m * d) {
-        const std::int64_t r = i / d, c = i - r * d, b = r / m, t = r - b * m;
-        dst[(b * n + t + 1) * d + c] = src[i];
-    }
+SINKSCOPE_KERNEL insert_after_first_rows_kernel(float* __restrict__ dst, const float* __restrict__ src, std::int64_t n,
+                                               std::int64_t d) {
+    const std::int64_t r = blockIdx.x, m = n - 1, b = r / m, t = r - b * m;
+    SINKSCOPE_ROW_LOOP(c, d) dst[(b * n + t + 1) * d + c] = src[r * d + c];
 }
 // dE[tokens[…]] += dx[r], dsink += dx[t = 0], dP[t] += dx[r]  (atomics: tokens and positions repeat)
 SINKSCOPE_KERNEL embedding_backward_kernel(float* __restrict__ dE, float* __restrict__ dsink, float* __restrict__ dP,
-                                          const float* __restrict__ dx, const std::int32_t* __restrict__ tokens,
-                                          std::int64_t rows, std::int64_t n, std::int64_t d, int has_sink) {
-    SINKSCOPE_GRID_STRIDE(i, rows * d) {
-        const std::int64_t r = i / d, c = i - r * d, b = r / n, t = r - b * n;
-        const float g = dx[i];
+                                          const float* __restrict__ dx, const std::int32_t* __restrict__ tokens, std::int64_t n,
+                                          std::int64_t d, int has_sink) {
+    const std::int64_t r = blockIdx.x, b = r / n, t = r - b * n;
+    float* dst = (has_sink && t == 0) ? dsink : dE + std::int64_t(tokens[b * (n - has_sink) + t - has_sink]) * d;
+    SINKSCOPE_ROW_LOOP(c, d) {
+        const float g = dx[r * d + c];
+        atomicAdd(dst + c, g);
         if (dP) atomicAdd(dP + t * d + c, g);
-        if (has_sink && t == 0) atomicAdd(dsink + c, g);
-        else atomicAdd(dE + std::int64_t(tokens[b * (n - has_sink) + t - has_sink]) * d + c, g);
     }
 }
 
@@ -161,6 +152,16 @@ SINKSCOPE_KERNEL embedding_backward_kernel(float* __restrict__ dE, float* __rest
 namespace detail {
 inline unsigned grid_for(std::int64_t n) { return blocks_for(n, 256); }
 }  // namespace detail
+
+// One block per row (rows ≤ 2³¹ − 1) of row_threads(d) threads.
+#define SINKSCOPE_LAUNCH_ROWS(kernel, rows, d, ...)                                              \
+    do {                                                                                         \
+        if ((rows) > 0 && (d) > 0) {                                                             \
+            ::sinkscope::cuda::detail::check_rows(rows);                                          \
+            ::sinkscope::cuda::detail::kernel<<<unsigned(rows), ::sinkscope::cuda::detail::row_threads(d), 0, ctx.stream()>>>(__VA_ARGS__); \
+            SINKSCOPE_CUDA_CHECK_LAUNCH(#kernel);                                                \
+        }                                                                                        \
+    } while (0)
 
 #define SINKSCOPE_LAUNCH(kernel, n, ...)                                                      \
     do {                                                                                     \
@@ -174,10 +175,10 @@ inline unsigned grid_for(std::int64_t n) { return blocks_for(n, 256); }
 // tokens: device array of B·(n − [sink]) ids, already validated against the vocabulary.
 inline void embedding_forward(const Context& ctx, float* x, const float* E, const std::int32_t* tokens, const float* sink,
                               std::int64_t B, std::int64_t n, std::int64_t d) {
-    SINKSCOPE_LAUNCH(embedding_kernel, B * n * d, x, E, tokens, sink, B * n, n, d, sink ? 1 : 0);
+    SINKSCOPE_LAUNCH_ROWS(embedding_kernel, B * n, d, x, E, tokens, sink, n, d, sink ? 1 : 0);
 }
 inline void add_positions(const Context& ctx, float* x, const float* P, std::int64_t B, std::int64_t n, std::int64_t d) {
-    SINKSCOPE_LAUNCH(add_positions_kernel, B * n * d, x, P, B * n, n, d);
+    SINKSCOPE_LAUNCH_ROWS(add_positions_kernel, B * n, d, x, P, n, d);
 }
 // y += x  (residual add)
 inline void add(const Context& ctx, float* y, const float* x, std::int64_t n) { SINKSCOPE_LAUNCH(add_kernel, n, y, x, n); }
@@ -197,24 +198,24 @@ inline void activation_backward(const Context& ctx, float* dx, const float* dy, 
 }
 inline void sigmoid_inplace(const Context& ctx, float* y, std::int64_t n) { SINKSCOPE_LAUNCH(sigmoid_kernel, n, y, n); }
 inline void broadcast_rows(const Context& ctx, float* g, const float* b, std::int64_t rows, std::int64_t cols) {
-    SINKSCOPE_LAUNCH(broadcast_rows_kernel, rows * cols, g, b, rows, cols);
+    SINKSCOPE_LAUNCH_ROWS(broadcast_rows_kernel, rows, cols, g, b, cols);
 }
 inline void apply_gate(const Context& ctx, float* z, const float* g, std::int64_t rows, std::int64_t H, std::int64_t dh, bool per_head) {
-    SINKSCOPE_LAUNCH(apply_gate_kernel, rows * H * dh, z, g, rows, H, dh, per_head ? 1 : 0);
+    SINKSCOPE_LAUNCH_ROWS(apply_gate_kernel, rows, per_head ? dh : H * dh, z, g, H, dh, per_head ? 1 : 0);
 }
 inline void force_sink_mask(const Context& ctx, float* y, const float* x, std::int64_t B, std::int64_t n, std::int64_t d,
                             std::int64_t k) {
-    SINKSCOPE_LAUNCH(force_sink_kernel, B * n * d, y, x, B * n, n, d, k);
+    SINKSCOPE_LAUNCH_ROWS(force_sink_kernel, B * n, d, y, x, n, d, k);
 }
 inline void drop_first_rows(const Context& ctx, float* dst, const float* src, std::int64_t B, std::int64_t n, std::int64_t d) {
-    SINKSCOPE_LAUNCH(drop_first_rows_kernel, B * (n - 1) * d, dst, src, B, n, d);
+    SINKSCOPE_LAUNCH_ROWS(drop_first_rows_kernel, B * (n - 1), d, dst, src, n, d);
 }
 inline void insert_after_first_rows(const Context& ctx, float* dst, const float* src, std::int64_t B, std::int64_t n, std::int64_t d) {
-    SINKSCOPE_LAUNCH(insert_after_first_rows_kernel, B * (n - 1) * d, dst, src, B, n, d);
+    SINKSCOPE_LAUNCH_ROWS(insert_after_first_rows_kernel, B * (n - 1), d, dst, src, n, d);
 }
 inline void embedding_backward(const Context& ctx, float* dE, float* dsink, float* dP, const float* dx, const std::int32_t* tokens,
                                std::int64_t B, std::int64_t n, std::int64_t d) {
-    SINKSCOPE_LAUNCH(embedding_backward_kernel, B * n * d, dE, dsink, dP, dx, tokens, B * n, n, d, dsink ? 1 : 0);
+    SINKSCOPE_LAUNCH_ROWS(embedding_backward_kernel, B * n, d, dE, dsink, dP, dx, tokens, n, d, dsink ? 1 : 0);
 }
 
 }  // namespace sinkscope::cuda

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "sinkscope/cuda/common.cuh"
@@ -92,29 +93,44 @@ inline void gemm_batched(const Context& ctx, bool ta, bool tb, std::int64_t M, s
                                                g.ldc, nb, detail::compute_type(ctx), CUBLAS_GEMM_DEFAULT));
 }
 
-// Host-built pointer arrays for gemm_batched, uploaded into one device buffer (A, B, C back to back).
+// Host-built pointer arrays for gemm_batched (A, B, C back to back in one device array). The device
+// copies are cached by content: the forward and backward passes reuse their buffers, so the same
+// arrays recur every layer and every step, and after the first pass no upload (which synchronises the
+// stream) happens at all. The cache is dropped when it grows past 1024 arrays.
 class BatchPointers {
 public:
-    void clear() { host_.clear(); a_.clear(); b_.clear(); c_.clear(); }
+    void clear() { a_.clear(); b_.clear(); c_.clear(); }
     void add(const float* a, const float* b, float* c) { a_.push_back(a); b_.push_back(b); c_.push_back(c); }
     std::int64_t size() const { return std::int64_t(a_.size()); }
-    // Uploads the three arrays; the returned pointers stay valid until the next upload().
+    // Makes the device copy of the current arrays available (uploading it if it is not cached); the
+    // returned pointers stay valid until the cache is dropped (only ever inside upload()).
     void upload(cudaStream_t s) {
-        host_.clear();
-        for (auto p : a_) host_.push_back(const_cast<float*>(p));
-        for (auto p : b_) host_.push_back(const_cast<float*>(p));
-        for (auto p : c_) host_.push_back(p);
-        dev_.upload(host_, s);
+        std::vector<float*> key;
+        key.reserve(3 * a_.size());
+        for (auto p : a_) key.push_back(const_cast<float*>(p));
+        for (auto p : b_) key.push_back(const_cast<float*>(p));
+        for (auto p : c_) key.push_back(p);
+        auto it = cache_.find(key);
+        if (it == cache_.end()) {
+            if (cache_.size() >= 1024) {
+                SINKSCOPE_CUDA_CHECK(cudaStreamSynchronize(s));  // no queued GEMM may still read a dropped array
+                cache_.clear();
+            }
+            DeviceBuffer<float*> dev;
+            dev.upload(key, s);
+            it = cache_.emplace(std::move(key), std::move(dev)).first;
+        }
+        current_ = it->second.data();
     }
-    const float* const* a() const { return const_cast<const float* const*>(dev_.data()); }
-    const float* const* b() const { return const_cast<const float* const*>(dev_.data() + a_.size()); }
-    float* const* c() const { return dev_.data() + 2 * a_.size(); }
+    const float* const* a() const { return const_cast<const float* const*>(current_); }
+    const float* const* b() const { return const_cast<const float* const*>(current_ + a_.size()); }
+    float* const* c() const { return current_ + 2 * a_.size(); }
 
 private:
     std::vector<const float*> a_, b_;
     std::vector<float*> c_;
-    std::vector<float*> host_;
-    DeviceBuffer<float*> dev_;
+    std::map<std::vector<float*>, DeviceBuffer<float*>> cache_;
+    float** current_ = nullptr;
 };
 
 namespace detail {

@@ -31,11 +31,6 @@ struct NormGrads {
 
 namespace detail {
 
-inline int row_threads(std::int64_t d) {
-    int t = round_up_warp(d);
-    return t < 32 ? 32 : (t > 256 ? 256 : t);
-}
-
 SINKSCOPE_KERNEL rmsnorm_kernel(float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ g,
                                std::int64_t d, float eps, float* __restrict__ rstd_out) {
     __shared__ float scratch[32];
@@ -72,13 +67,13 @@ SINKSCOPE_KERNEL layernorm_kernel(float* __restrict__ y, const float* __restrict
 }
 
 SINKSCOPE_KERNEL dyt_kernel(float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ alpha,
-                           const float* __restrict__ g, const float* __restrict__ b, std::int64_t rows, std::int64_t d) {
+                           const float* __restrict__ g, const float* __restrict__ b, std::int64_t d) {
     const float a = alpha[0];
-    SINKSCOPE_GRID_STRIDE(i, rows * d) {
-        const std::int64_t c = i % d;
-        float o = tanhf(x[i] * a) * g[c];
+    const std::int64_t r = blockIdx.x;
+    SINKSCOPE_ROW_LOOP(c, d) {
+        float o = tanhf(x[r * d + c] * a) * g[c];
         if (b) o += b[c];
-        y[i] = o;
+        y[r * d + c] = o;
     }
 }
 
@@ -146,13 +141,15 @@ SINKSCOPE_KERNEL layernorm_backward_kernel(float* __restrict__ dinp, float* __re
 // p = dout ⊙ γ ⊙ (1 − tanh²(αx)):  dinp += α p;  dα += Σ p ⊙ x  (block sums, one atomicAdd per block)
 SINKSCOPE_KERNEL dyt_backward_kernel(float* __restrict__ dinp, float* __restrict__ dalpha, const float* __restrict__ dout,
                                     const float* __restrict__ x, const float* __restrict__ alpha, const float* __restrict__ g,
-                                    std::int64_t rows, std::int64_t d) {
+                                    std::int64_t d) {
     __shared__ float scratch[32];
     const float a = alpha[0];
+    const std::int64_t r = blockIdx.x;
     float acc = 0.f;
-    SINKSCOPE_GRID_STRIDE(i, rows * d) {
+    SINKSCOPE_ROW_LOOP(c, d) {
+        const std::int64_t i = r * d + c;
         const float u = tanhf(a * x[i]);
-        const float p = dout[i] * g[i % d] * (1.f - u * u);
+        const float p = dout[i] * g[c] * (1.f - u * u);
         dinp[i] += a * p;
         acc += p * x[i];
     }
@@ -184,6 +181,7 @@ struct DytGammaGrad {  // dout ⊙ tanh(αx)
 inline void norm_forward(const Context& ctx, float* y, const float* x, const NormParams& p, model::NormKind kind, double eps,
                          std::int64_t rows, std::int64_t d) {
     if (rows == 0) return;
+    detail::check_rows(rows);
     require(p.weight != nullptr, "cuda::norm_forward: the norm has no weight (gain)");
     switch (kind) {
         case model::NormKind::rmsnorm:
@@ -197,7 +195,7 @@ inline void norm_forward(const Context& ctx, float* y, const float* x, const Nor
             return;
         case model::NormKind::dynamic_tanh:
             require(p.alpha != nullptr, "cuda::norm_forward: DynamicTanh needs its alpha");
-            detail::dyt_kernel<<<detail::blocks_for(rows * d, 256), 256, 0, ctx.stream()>>>(y, x, p.alpha, p.weight, p.bias, rows, d);
+            detail::dyt_kernel<<<unsigned(rows), detail::row_threads(d), 0, ctx.stream()>>>(y, x, p.alpha, p.weight, p.bias, d);
             SINKSCOPE_CUDA_CHECK_LAUNCH("dyt_kernel");
             return;
     }
@@ -218,6 +216,7 @@ inline void norm_backward(const Context& ctx, float* dinp, const NormGrads& g, c
                           const NormParams& p, model::NormKind kind, double eps, std::int64_t rows, std::int64_t d,
                           DeviceBuffer<float>& scratch) {
     if (rows == 0) return;
+    detail::check_rows(rows);
     scratch.resize(std::size_t(2 * rows));
     switch (kind) {
         case model::NormKind::rmsnorm:
@@ -234,8 +233,8 @@ inline void norm_backward(const Context& ctx, float* dinp, const NormGrads& g, c
             if (g.bias) column_sum(ctx, g.bias, dout, rows, d);
             return;
         case model::NormKind::dynamic_tanh: {
-            std::int64_t blocks = detail::blocks_for(rows * d, 256, 4096);
-            detail::dyt_backward_kernel<<<unsigned(blocks), 256, 0, ctx.stream()>>>(dinp, g.alpha, dout, x, p.alpha, p.weight, rows, d);
+            detail::dyt_backward_kernel<<<unsigned(rows), detail::row_threads(d), 0, ctx.stream()>>>(dinp, g.alpha, dout, x, p.alpha,
+                                                                                                   p.weight, d);
             SINKSCOPE_CUDA_CHECK_LAUNCH("dyt_backward_kernel");
             column_reduce(ctx, g.weight, rows, d, detail::DytGammaGrad{dout, x, p.alpha, d});
             if (g.bias) column_sum(ctx, g.bias, dout, rows, d);

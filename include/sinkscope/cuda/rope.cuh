@@ -43,20 +43,32 @@ SINKSCOPE_KERNEL rope_table_kernel(float* __restrict__ cs, float* __restrict__ s
     }
 }
 
-// x (rows × nh·d_h), row r at position r mod n. sign = +1: forward rotation; −1: its transpose.
-SINKSCOPE_KERNEL rope_kernel(float* __restrict__ x, const float* __restrict__ cs, const float* __restrict__ sn, std::int64_t rows,
-                            std::int64_t n, std::int64_t nh, std::int64_t dh, int interleaved, float sign) {
-    const std::int64_t half = dh / 2, per_row = nh * half;
-    SINKSCOPE_GRID_STRIDE(k, rows * per_row) {
-        const std::int64_t r = k / per_row, rem = k - r * per_row, h = rem / half, i = rem - h * half;
-        const std::int64_t p = r % n;
+// x (rows × nh·d_h), row r at position r mod n; one block per row, thread (i, head slice) loads
+// cos/sin of frequency i once and rotates that pair in its heads. sign = +1: forward; −1: transpose.
+SINKSCOPE_KERNEL rope_kernel(float* __restrict__ x, const float* __restrict__ cs, const float* __restrict__ sn, std::int64_t n,
+                            std::int64_t nh, std::int64_t dh, int interleaved, float sign) {
+    const std::int64_t half = dh / 2, r = blockIdx.x, p = r % n;
+    const std::int64_t slices = blockDim.x >= half ? blockDim.x / half : 1;
+    for (std::int64_t k = threadIdx.x; k < half * slices; k += blockDim.x) {
+        const std::int64_t i = k % half, h0 = k / half;
         const float c = cs[p * half + i], s = sign * sn[p * half + i];
-        float* head = x + r * nh * dh + h * dh;
         const std::int64_t ia = interleaved ? 2 * i : i, ib = interleaved ? 2 * i + 1 : i + half;
-        const float a = head[ia], b = head[ib];
-        head[ia] = a * c - b * s;
-        head[ib] = a * s + b * c;
+        for (std::int64_t h = h0; h < nh; h += slices) {
+            float* head = x + (r * nh + h) * dh;
+            const float a = head[ia], b = head[ib];
+            head[ia] = a * c - b * s;
+            head[ib] = a * s + b * c;
+        }
     }
+}
+
+// Threads of the RoPE row kernel: one per (frequency, head) pair up to 256, a multiple of d_h/2.
+inline int rope_threads(std::int64_t n_heads, std::int64_t head_dim) {
+    const std::int64_t half = head_dim / 2, pairs = half * n_heads;
+    if (half >= 256) return 256;
+    std::int64_t t = (256 / half) * half;  // whole head slices
+    if (t > pairs) t = pairs;
+    return int(round_up_warp(t));
 }
 
 }  // namespace detail
@@ -94,8 +106,9 @@ inline void rope_forward(const Context& ctx, float* x, const RopeTable& table, s
     require(table.positions() >= n, "cuda::rope_forward: the table covers fewer positions than the sequence");
     const std::int64_t work = rows * n_heads * (head_dim / 2);
     if (work == 0) return;
-    detail::rope_kernel<<<detail::blocks_for(work, 256), 256, 0, ctx.stream()>>>(
-        x, table.cos(), table.sin(), rows, n, n_heads, head_dim, layout == model::RopeLayout::interleaved, 1.f);
+    detail::check_rows(rows);
+    detail::rope_kernel<<<unsigned(rows), detail::rope_threads(n_heads, head_dim), 0, ctx.stream()>>>(
+        x, table.cos(), table.sin(), n, n_heads, head_dim, layout == model::RopeLayout::interleaved, 1.f);
     SINKSCOPE_CUDA_CHECK_LAUNCH("rope_kernel");
 }
 // dx ← R(−θ) dx, in place.
@@ -104,8 +117,9 @@ inline void rope_backward(const Context& ctx, float* dx, const RopeTable& table,
     require(table.positions() >= n, "cuda::rope_backward: the table covers fewer positions than the sequence");
     const std::int64_t work = rows * n_heads * (head_dim / 2);
     if (work == 0) return;
-    detail::rope_kernel<<<detail::blocks_for(work, 256), 256, 0, ctx.stream()>>>(
-        dx, table.cos(), table.sin(), rows, n, n_heads, head_dim, layout == model::RopeLayout::interleaved, -1.f);
+    detail::check_rows(rows);
+    detail::rope_kernel<<<unsigned(rows), detail::rope_threads(n_heads, head_dim), 0, ctx.stream()>>>(
+        dx, table.cos(), table.sin(), n, n_heads, head_dim, layout == model::RopeLayout::interleaved, -1.f);
     SINKSCOPE_CUDA_CHECK_LAUNCH("rope_kernel (backward)");
 }
 
