@@ -51,8 +51,8 @@ double time_median(cuda::Context& ctx, int repeats, const std::function<void()>&
         SINKSCOPE_CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
         if (r >= 2) t.push_back(double(ms) / 1e3);
     }
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
+    SINKSCOPE_CUDA_CHECK(cudaEventDestroy(a));
+    SINKSCOPE_CUDA_CHECK(cudaEventDestroy(b));
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];
 }
@@ -267,8 +267,8 @@ int main(int argc, char** argv) {
         }
         cuda::Context ctx(0);
         int driver = 0, runtime = 0;
-        cudaDriverGetVersion(&driver);
-        cudaRuntimeGetVersion(&runtime);
+        SINKSCOPE_CUDA_CHECK(cudaDriverGetVersion(&driver));
+        SINKSCOPE_CUDA_CHECK(cudaRuntimeGetVersion(&runtime));
         std::cout << json{{"bench", "device"}, {"name", ctx.device_name()}, {"sm", std::to_string(ctx.properties().major) + "." +
                                                                                      std::to_string(ctx.properties().minor)},
                           {"memory_gib", double(ctx.properties().totalGlobalMem) / double(1 << 30)}, {"driver", driver},

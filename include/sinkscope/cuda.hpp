@@ -6,6 +6,10 @@
 // and sinkscope.hpp does not include this file. The CPU path is the reference; tests/cuda/ compares
 // every kernel and the whole model with it.
 //
+// Using it: a .cu source, C++17, linked with CUDA::cudart and CUDA::cublas besides sinkscope::sinkscope;
+// define EIGEN_NO_CUDA for that target (Eigen is host code here: without it Eigen annotates itself for
+// the device and nvcc warns at every constexpr call). tests/cuda/CMakeLists.txt is the example.
+//
 //   cuda/common.cuh       errors (SINKSCOPE_CUDA_CHECK…), device_status(), DeviceBuffer, Context
 //   cuda/gemm.cuh         row-major GEMMs through cuBLAS (the transpose trick), linear layer
 //   cuda/dequantize.cuh   GGUF F16/BF16/Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/Q6_K on the device

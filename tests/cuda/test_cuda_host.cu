@@ -375,6 +375,17 @@ TEST_CASE("training batches are split into inputs and targets and checked", "[cu
     CHECK_THROWS_AS(cuda::split_batch(c, {}, in, tg), Error);
 }
 
+TEST_CASE("failed CUDA and cuBLAS calls throw sinkscope::Error naming the call, the error and file:line", "[cuda][host]") {
+    const auto call = [] { SINKSCOPE_CUDA_CHECK(cudaErrorInvalidValue); };
+    CHECK_THROWS_AS(call(), Error);
+    CHECK_THROWS_WITH(call(), Catch::Contains("cudaErrorInvalidValue") && Catch::Contains("failed") &&
+                                  Catch::Contains("test_cuda_host.cu:"));
+    CHECK_THROWS_WITH([] { SINKSCOPE_CUBLAS_CHECK(CUBLAS_STATUS_INVALID_VALUE); }(),
+                      Catch::Contains("CUBLAS_STATUS_INVALID_VALUE") && Catch::Contains("test_cuda_host.cu:"));
+    CHECK_NOTHROW(SINKSCOPE_CUDA_CHECK(cudaSuccess));
+    CHECK_NOTHROW(SINKSCOPE_CUBLAS_CHECK(CUBLAS_STATUS_SUCCESS));
+}
+
 TEST_CASE("backend resolution: automatic falls back to the CPU with the reason", "[cuda][host]") {
     using cuda::Backend;
     const cuda::DeviceStatus none{0, "cudaGetDeviceCount: cudaErrorNoDevice"}, one{1, ""};

@@ -242,7 +242,7 @@ public:
             SINKSCOPE_CUBLAS_CHECK(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
         } catch (...) {
             if (blas_) cublasDestroy(blas_);
-            cudaStreamDestroy(stream_);
+            (void)cudaStreamDestroy(stream_);  // cleaning up after the failure being reported
             throw;
         }
     }
