@@ -87,6 +87,32 @@ void print_summary(const train::TraceRecord& r, const model::Config& c) {
     (void)c;
 }
 
+// Bigram-Backcopy only: the model's loss after triggers (the copy, Bayes loss 0) and after ordinary
+// tokens (the bigram), against the Bayes-optimal losses, on the trace's validation sequences.
+template <class T>
+void report_backcopy(const train::Trainer<T>& tr) {
+    const auto* bb = dynamic_cast<const train::BigramBackcopy*>(&tr.data());
+    if (!bb) return;
+    double copy = 0, bigram = 0, bigram_opt = 0;
+    std::int64_t n_copy = 0, n_bigram = 0;
+    for (std::int64_t i = 0; i < tr.config().eval_sequences; ++i) {
+        const auto s = bb->sequence(std::uint64_t(i), true);
+        const std::vector<std::int32_t> in(s.begin(), s.end() - 1);
+        const model::Mat<T> logits = model::forward(tr.config().model, tr.weights(), in);
+        for (std::size_t t = 0; t + 1 < s.size(); ++t) {
+            const double m = double(logits.row(t).maxCoeff());
+            const double lse = m + std::log(double((logits.row(t).array() - T(m)).exp().sum()));
+            const double l = lse - double(logits(t, s[t + 1]));
+            if (t >= 1 && bb->is_trigger(s[t])) { copy += l; ++n_copy; }
+            else { bigram += l; bigram_opt += bb->bayes_loss(s, t); ++n_bigram; }
+        }
+    }
+    std::cout << std::fixed << std::setprecision(4) << "bigram-backcopy: copy loss (after a trigger) " << copy / double(std::max<std::int64_t>(1, n_copy))
+              << " (optimal 0, " << n_copy << " positions); bigram loss " << bigram / double(std::max<std::int64_t>(1, n_bigram))
+              << " (optimal " << bigram_opt / double(std::max<std::int64_t>(1, n_bigram)) << ")\n";
+    std::cout.unsetf(std::ios::floatfield);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -282,6 +308,7 @@ int main(int argc, char** argv) {
             });
             const auto last = tr->trace();
             print_summary(last, cfg.model);
+            report_backcopy(*tr);
             std::cout << "\nwrote " << out << "/checkpoint.safetensors, trace.jsonl, trace.csv\n";
             return 0;
         };

@@ -113,7 +113,7 @@ TEST_CASE("text corpus: windows are slices of the file, split by block, bad file
         }
     }
     CHECK(c.sequence(5) == TextCorpus(path, 1001, 16, 4, 1000).sequence(5));
-    try { (void)TextCorpus(path, 500, 16, 4).sequence(0); FAIL("expected an out-of-vocabulary error"); }
+    try { (void)TextCorpus(path, 10, 16, 4).sequence(0); FAIL("expected an out-of-vocabulary error"); }  // every window holds ids >= 10
     catch (const Error& e) { CHECK(std::string(e.what()).find("outside the vocabulary") != std::string::npos); }
     {
         std::ofstream f(path, std::ios::binary | std::ios::app);
@@ -141,4 +141,16 @@ TEST_CASE("Rng: state round trip and the gamma / Dirichlet laws", "[train][data]
     double s = 0;
     for (double x : p) { CHECK(x >= 0); s += x; }
     CHECK(s == Approx(1.0).epsilon(1e-12));
+}
+
+TEST_CASE("Bigram-Backcopy: Bayes-optimal loss is 0 after triggers and the bigram surprise elsewhere", "[train][data]") {
+    const BigramBackcopy bb(12, 40, 2, 11);
+    const auto s = bb.sequence(4);
+    double start_sum = 0;
+    for (std::int32_t i = 0; i < 12; ++i) start_sum += bb.is_trigger(i) ? 0.0 : bb.stationary()[i];
+    CHECK(bb.bayes_loss(s, 0) == Approx(-std::log(bb.stationary()[s[1]] / start_sum)).epsilon(1e-12));
+    for (std::size_t t = 1; t + 1 < s.size(); ++t) {
+        if (bb.is_trigger(s[t])) CHECK(bb.bayes_loss(s, t) == 0.0);
+        else CHECK(bb.bayes_loss(s, t) == Approx(-std::log(bb.transition()[s[t]][s[t + 1]])).epsilon(1e-12));
+    }
 }

@@ -19,7 +19,7 @@
 //
 // TextCorpus: a flat file of little-endian uint16 token ids (written by tools/train's --prepare-text or
 // any tokenizer), read window by window with pread-style seeks (never loaded whole). Split: the file is
-// cut into blocks of 64 Ki tokens and block b belongs to validation iff splitmix64(b ⊕ salt) mod 20 = 0
+// cut into blocks of 8 Ki tokens and block b belongs to validation iff splitmix64(b ⊕ salt) mod 20 = 0
 // (about 5 %, the same for every run seed; no window straddles two blocks, so none mixes the splits). A window is drawn uniformly among the windows that fit in one block of the right split.
 #pragma once
 
@@ -73,9 +73,10 @@ public:
         std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) { return pi[a] > pi[b]; });
         is_trigger_.assign(N_, false);
         for (std::int64_t i = 0; i < k_; ++i) { triggers_.push_back(std::int32_t(order[i])); is_trigger_[order[i]] = true; }
-        std::vector<double> start = pi;
-        for (auto t : triggers_) start[t] = 0.0;
-        start_cdf_ = cumulative(start);
+        start_ = pi;
+        for (auto t : triggers_) start_[t] = 0.0;
+        start_cdf_ = cumulative(start_);
+        for (auto& p : start_) p /= start_cdf_.back();
     }
 
     std::vector<std::int32_t> sequence(std::uint64_t index, bool validation = false) const override {
@@ -104,13 +105,22 @@ public:
     const std::vector<double>& stationary() const { return stationary_; }
     const std::vector<std::vector<double>>& transition() const { return P_; }
 
+    // The Bayes-optimal loss of predicting s[t + 1] from s[0..t] (nats): 0 after a trigger (the copy is
+    // certain), −log P(s[t+1] | s[t]) after an ordinary token, −log start(s[1]) after [BOS].
+    double bayes_loss(const std::vector<std::int32_t>& s, std::size_t t) const {
+        const std::int32_t x = s[t], y = s[t + 1];
+        if (x == bos()) return -std::log(start_[y]);
+        if (is_trigger(x) && t >= 1) return 0.0;
+        return -std::log(P_[x][y]);
+    }
+
 private:
     std::int64_t N_, T_, k_;
     std::uint64_t seed_;
     bool bos_;
     double alpha_;
     std::vector<std::vector<double>> P_, cdf_;
-    std::vector<double> stationary_, start_cdf_;
+    std::vector<double> stationary_, start_, start_cdf_;
     std::vector<std::int32_t> triggers_;
     std::vector<bool> is_trigger_;
 };
@@ -159,7 +169,7 @@ private:
 
 class TextCorpus : public DataSource {
 public:
-    static constexpr std::int64_t kBlock = 65536;
+    static constexpr std::int64_t kBlock = 8192;
 
     // path: uint16 little-endian token ids; vocab: the tokenizer's vocabulary (BOS included if used);
     // bos >= 0: every window is preceded by this token (then a window holds T real tokens).
