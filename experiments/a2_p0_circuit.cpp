@@ -10,7 +10,9 @@
 // pooled states at the layer after the step-up block. Causal knockouts (zero ablation at every
 // position): the whole MLP or attention of each layer 0 … S (S = step-up layer of B1's rule) and every
 // single head of layers {0, 1, S}; effect = position-0 norm after block S+1 relative to clean, and the
-// sink rate Sink^0.3_0 over layers > S.
+// sink rate Sink^0.3_0 over layers > S. Theory (theory/p0_circuit.hpp, P2): per layer, the change of the
+// normalised position-0 direction ‖Norm(x_l) − Norm(x_{l−1})‖ against its linear prediction ‖√d δ⊥/‖x‖‖,
+// the remainder and its sharp bound; and the same change averaged over positions ≥ 1.
 // Command: build/experiments/a2_p0_circuit [--samples 16] [--ablation-samples 4] [--out out/a2_p0_circuit]
 // Writes: layers.csv, pca.npy [points × 3] (pc1, pc2, is_position_0), ablations.csv, meta.json.
 #include "common.hpp"
@@ -20,6 +22,7 @@
 #include <sinkscope/analysis/geometry.hpp>
 #include <sinkscope/model/interventions.hpp>
 #include <sinkscope/model/reducers.hpp>
+#include <sinkscope/theory/p0_circuit.hpp>
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
@@ -85,7 +88,8 @@ int main(int argc, char** argv) {
             return analysis::mean_pairwise_cosine(X);
         };
         Csv lay(run.path("layers.csv"), {"layer", "norm_pos0", "norm_rest", "cos_pos0", "cos_rest", "attn_cos_pos0",
-                                         "attn_cos_rest", "stability_pos0", "stability_rest"});
+                                         "attn_cos_rest", "stability_pos0", "stability_rest", "dir_change_pos0",
+                                         "dir_change_pred_pos0", "remainder_pos0", "bound_pos0", "dir_change_rest"});
         json lj = json::array();
         for (std::int64_t l = 0; l < L; ++l) {
             double n0 = 0, nr = 0, st0 = 0, str = 0;
@@ -105,9 +109,30 @@ int main(int argc, char** argv) {
                 for (std::int64_t t = 1; t < T; ++t) { cr += cross_cos(resid[l], t); ar += cross_cos(attn[l], t); }
                 cr /= double(T - 1); ar /= double(T - 1);
             }
-            lay.row(l, n0, nr, c0, cr, a0, ar, st0, str);
+            // Theory P2 (theory/p0_circuit.hpp): the block's update δ = x_l − x_{l−1} moves the normalised
+            // direction by Norm(x+δ) − Norm(x) ≈ √d δ⊥/‖x‖; position 0 (huge ‖x‖) barely moves.
+            double ch0 = 0, pr0 = 0, re0 = 0, bd0 = 0, chr = 0;
+            std::int64_t n_p = 0;
+            if (l > 0) {
+                for (std::int64_t s = 0; s < N; ++s) {
+                    const Eigen::VectorXd x = row(resid[l - 1][s], 0), delta = row(resid[l][s], 0) - x;
+                    ch0 += (analysis::rms_normalize(x + delta) - analysis::rms_normalize(x)).norm() / N;
+                    for (std::int64_t t = 1; t < T; ++t) {
+                        const Eigen::VectorXd xt = row(resid[l - 1][s], t), yt = row(resid[l][s], t);
+                        chr += (analysis::rms_normalize(yt) - analysis::rms_normalize(xt)).norm() / double(N * (T - 1));
+                    }
+                    if (delta.norm() < x.norm()) {
+                        const auto p = theory::norm_perturbation(x, delta);
+                        pr0 += p.linear_norm; re0 += p.remainder_norm; bd0 += p.bound; ++n_p;
+                    }
+                }
+                if (n_p) { pr0 /= double(n_p); re0 /= double(n_p); bd0 /= double(n_p); }
+            }
+            lay.row(l, n0, nr, c0, cr, a0, ar, st0, str, ch0, pr0, re0, bd0, chr);
             lj.push_back({{"layer", l}, {"norm_pos0", n0}, {"norm_rest", nr}, {"cos_pos0", c0}, {"cos_rest", cr},
-                          {"attn_cos_pos0", a0}, {"attn_cos_rest", ar}});
+                          {"attn_cos_pos0", a0}, {"attn_cos_rest", ar}, {"dir_change_pos0", ch0},
+                          {"dir_change_pred_pos0", pr0}, {"remainder_pos0", re0}, {"bound_pos0", bd0},
+                          {"dir_change_rest", chr}, {"theory_samples", n_p}});
         }
         run.results()["layers"] = lj;
 

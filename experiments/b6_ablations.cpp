@@ -8,7 +8,7 @@
 // spike ratio = spike / median |x| of that layer, sink ratio = Sink^0.3_0 over every (layer, head), and
 // the validation loss. The paper's values stand beside; the verdict compares directions against the
 // baseline (rule in the report).
-// Command: build/experiments/b6_ablations [--steps 1500] [--task bigram-backcopy|zipf] [--variants all] [--out out/b6_ablations]
+// Command: build/experiments/b6_ablations [--steps 1000] [--task bigram-backcopy|zipf] [--variants all] [--out out/b6_ablations]
 // Writes: variants.csv, meta.json.
 #include "training.hpp"
 
@@ -16,7 +16,7 @@ using namespace sinkscope;
 using namespace sinkscope::experiments;
 
 struct Config {
-    TrainSize size{2, 64, 4, 64, 64, 3, 1500, 8, 8, 3e-3, 0.1};  // 2 layers, d 64, 4 heads, T 64, 1500 steps
+    TrainSize size{2, 64, 4, 64, 64, 3, 1000, 8, 8, 3e-3, 0.1};  // 2 layers, d 64, 4 heads, T 64, 1000 steps
     std::string variants = "all";   // comma-separated names, or all
 };
 

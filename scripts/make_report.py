@@ -175,7 +175,14 @@ def a2(r):
             f"{best_block['kind']} {best_block['layer']} → {pct(best_block['norm_ratio'])} of the norm "
             f"(sink rate after S: {pct(best_block['sink_rate_after'])} vs clean {pct(ab[0]['sink_rate_after'])}); "
             f"weakest single head leaves {pct(min_head)}.")
-    r.add("A2", "The P0 sink circuit", paper, ours, "—", rule, v, figs, m)
+    after = [l for l in res["layers"] if l["layer"] > S and l.get("theory_samples", 0) > 0]
+    theory = "—"
+    if after:
+        theory = (f"Norm(x+δ) − Norm(x) ≈ √d δ⊥/‖x‖ (theory P2) over layers > S at position 0: predicted change "
+                  f"{np.mean([l['dir_change_pred_pos0'] for l in after]):.2e}, actual {np.mean([l['dir_change_pos0'] for l in after]):.2e} "
+                  f"(remainder {np.mean([l['remainder_pos0'] for l in after]):.1e} ≤ bound {np.mean([l['bound_pos0'] for l in after]):.1e}); "
+                  f"positions ≥ 1 move {np.mean([l['dir_change_rest'] for l in after]):.2f} per layer")
+    r.add("A2", "The P0 sink circuit", paper, ours, theory, rule, v, figs, m)
 
 
 def a3(r):
