@@ -13,6 +13,7 @@ import html
 import json
 import math
 import os
+import re
 import sys
 
 import matplotlib
@@ -178,10 +179,13 @@ def a2(r):
     after = [l for l in res["layers"] if l["layer"] > S and l.get("theory_samples", 0) > 0]
     theory = "—"
     if after:
-        theory = (f"Norm(x+δ) − Norm(x) ≈ √d δ⊥/‖x‖ (theory P2) over layers > S at position 0: predicted change "
-                  f"{np.mean([l['dir_change_pred_pos0'] for l in after]):.2e}, actual {np.mean([l['dir_change_pos0'] for l in after]):.2e} "
-                  f"(remainder {np.mean([l['remainder_pos0'] for l in after]):.1e} ≤ bound {np.mean([l['bound_pos0'] for l in after]):.1e}); "
-                  f"positions ≥ 1 move {np.mean([l['dir_change_rest'] for l in after]):.2f} per layer")
+        med = lambda k: np.median([l[k] for l in after])  # noqa: E731
+        dm = re.search(r" d=(\d+)", m.get("model_config", ""))
+        d = int(dm.group(1)) if dm else 0
+        theory = (f"Norm(x+δ) − Norm(x) ≈ √d δ⊥/‖x‖ (theory P2), median over layers > S at position 0: predicted change "
+                  f"{med('dir_change_pred_pos0'):.3g}, actual {med('dir_change_pos0'):.3g} (remainder {med('remainder_pos0'):.1e} ≤ "
+                  f"bound {med('bound_pos0'):.1e}); positions ≥ 1 move {med('dir_change_rest'):.2f} per layer (‖Norm(x)‖ = √d = "
+                  f"{math.sqrt(d):.0f})")
     r.add("A2", "The P0 sink circuit", paper, ours, theory, rule, v, figs, m)
 
 
