@@ -26,11 +26,13 @@
 using namespace sinkscope;
 using clock_type = std::chrono::steady_clock;
 
-// FLOPs of one training step (forward + backward = 3 × forward), counting GEMMs and the T × T
-// attention products as computed (full square), not elementwise work.
+// FLOPs of one training step (forward + backward = 3 × forward), counting the GEMMs and the causal
+// half of the T × T attention products (a query at t meets t + 1 keys: (T + 1)/2 on average), not
+// elementwise work. Conservative: the forward actually computes the full square.
 double model_flops_per_step(const model::Config& c, std::int64_t T, std::int64_t B) {
     const double d = double(c.d_model), q = double(c.q_dim()), kv = double(c.kv_dim()), ff = double(c.d_ff);
-    const double per_token_layer = 2.0 * (d * q + 2 * d * kv + q * d + 3 * d * ff) + 2.0 * 2.0 * double(T) * q;
+    const double keys = 0.5 * double(T + 1);
+    const double per_token_layer = 2.0 * (d * q + 2 * d * kv + q * d + 3 * d * ff) + 2.0 * 2.0 * keys * q;
     const double per_token = double(c.n_layers) * per_token_layer + 2.0 * d * double(c.vocab_size);
     return 3.0 * per_token * double(T * B);
 }

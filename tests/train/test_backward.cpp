@@ -147,8 +147,10 @@ TEST_CASE("gradients of every variant match central differences (double)", "[tra
     variants[i].edit(c);
     c.validate();
     INFO("variant: " << variants[i].name);
-    const int checked = check_model_gradients(c, variants[i].mask, 100 + i, variants[i].T);
-    CHECK(checked > 80);
+    // long sequences (several attention row blocks) cost ~20× more per loss evaluation: fewer samples
+    const int per_tensor = variants[i].T > 64 ? 3 : 10;
+    const int checked = check_model_gradients(c, variants[i].mask, 100 + i, variants[i].T, per_tensor);
+    CHECK(checked > 8 * per_tensor);
 }
 
 // ---- each kernel alone: L = Σ dout ⊙ f(x), so ∂L/∂x is exactly what the backward kernel returns ----

@@ -185,3 +185,34 @@ TEST_CASE("trace: uniform attention gives α₀ = H_T / T; an injected spike is 
     }
     CHECK(std::isfinite(s.val_loss));
 }
+
+TEST_CASE("run_training writes run.json, checkpoints and a trace row per checkpoint; a NaN keeps the last good one",
+          "[train][trainer]") {
+    const std::string dir = temp_dir("run");
+    TrainConfig cfg = tiny_run(6);
+    cfg.checkpoint_every = 3;
+    Trainer<float> tr(cfg, make_data(cfg.task));
+    std::int64_t seen = 0;
+    run_training<float>(tr, dir, [&](const StepResult& r) { CHECK(r.step == seen++); });
+    CHECK(seen == 6);
+    CHECK(std::filesystem::exists(dir + "/run.json"));
+    std::ifstream jl(dir + "/trace.jsonl");
+    std::vector<std::int64_t> steps;
+    for (std::string line; std::getline(jl, line);) steps.push_back(nlohmann::json::parse(line)["step"].get<std::int64_t>());
+    CHECK(steps == std::vector<std::int64_t>{0, 3, 6});
+    std::ifstream csv(dir + "/trace.csv");
+    std::int64_t rows = -1;  // header
+    for (std::string line; std::getline(csv, line);) ++rows;
+    CHECK(rows == 3 * cfg.model.n_layers);
+
+    // continue to 9 steps, but poison the weights first: the run stops, the step-6 checkpoint survives
+    auto ck = load_checkpoint<float>(dir + "/checkpoint.safetensors");
+    nlohmann::json run = ck.run;
+    run["steps"] = 9;
+    ck.run = run;
+    Trainer<float> more(ck, make_data(cfg.task));
+    more.weights().layers[0].wq(0, 0) = std::numeric_limits<float>::infinity();
+    CHECK_THROWS_WITH(run_training<float>(more, dir, nullptr), Catch::Contains("step 6") && Catch::Contains("layer 0"));
+    CHECK(load_checkpoint<float>(dir + "/checkpoint.safetensors").step == 6);
+    std::filesystem::remove_all(dir);
+}
