@@ -176,7 +176,9 @@ void softmax_forward(Eigen::Ref<Mat<T>> pattern, const Eigen::Ref<const Mat<T>>&
     for (Eigen::Index t = 0; t < scores.rows(); ++t) {
         T m = scores.row(t).maxCoeff();
         if (slot_scores) m = std::max(m, slot_scores[t]);
-        pattern.row(t) = (scores.row(t).array() - m).exp().matrix();
+        // Masked keys get exactly 0: a vectorised exp clamps −∞ to a tiny positive value in some builds.
+        const T ninf = -std::numeric_limits<T>::infinity();
+        pattern.row(t) = (scores.row(t).array() == ninf).select(T(0), (scores.row(t).array() - m).exp()).matrix();
         T z = pattern.row(t).sum();
         if (slot_scores) z += std::exp(slot_scores[t] - m);
         pattern.row(t) /= z;
