@@ -49,13 +49,27 @@ inline void check_tokens(const Config& c, const std::vector<std::int32_t>& token
                     " is outside the vocabulary [0, " + std::to_string(c.vocab_size) + ")");
 }
 
+// Activations of one block, kept for the next block: same shapes every layer, so no layer after the
+// first allocates (fresh pages of large buffers cost page faults at every layer otherwise).
+template <class T>
+struct BlockScratch {
+    Mat<T> xn, out, masked, post_norm;            // (T, d)
+    Mat<T> q, k, v, z, slot_scores;               // attention; slot_scores (H, T)
+    Mat<T> scores, pattern;                       // (H·T, T), only when a hook asks for them
+    Mat<T> gate, up, hidden;                      // FFN (T, d_ff)
+};
+
 // Multi-head causal attention of one block. `xn` (T × d) is the block input after its norm; writes
-// the block's output (T × d) to `out`. Buffers (H·T × T) hold scores and pattern for the hooks.
+// the block's output (T × d) to `out`. When a hook asks for the scores or the pattern, they are
+// materialised as (H·T × T) and the hooks may rewrite them; otherwise causal_attention_forward computes
+// the same z without them, skipping the masked half.
 template <class T>
 void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c,
-                             const std::string& prefix, const HookCaller<T>& hook) {
+                             const std::string& prefix, const HookCaller<T>& hook, BlockScratch<T>& s) {
     const std::int64_t n = xn.rows(), H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
-    Mat<T> q, k, v;
+    Mat<T>& q = s.q;
+    Mat<T>& k = s.k;
+    Mat<T>& v = s.v;
     linear_forward(q, xn, w.wq, w.bq);  // (T, H·d_h)
     linear_forward(k, xn, w.wk, w.bk);  // (T, G·d_h)
     linear_forward(v, xn, w.wv, w.bv);  // (T, G·d_h)
@@ -75,36 +89,46 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
 
     // Extra softmax slot: off-by-one adds e^0 to the denominator; KV-bias adds a learnable key/value.
     const bool has_slot = c.attention == AttentionKind::softmax_off_by_one || c.attention == AttentionKind::kv_bias;
-    Mat<T> slot_scores;  // (H, T)
+    Mat<T>& slot_scores = s.slot_scores;  // (H, T)
     if (has_slot) {
-        slot_scores = Mat<T>::Zero(H, n);
+        slot_scores.setZero(H, n);
         if (c.attention == AttentionKind::kv_bias)
             for (std::int64_t h = 0; h < H; ++h)
                 slot_scores.row(h) = (q.middleCols(h * dh, dh) * w.sink_kv.row(0).segment((h / group) * dh, dh).transpose())
                                          .transpose() / std::sqrt(T(dh));
     }
 
-    Mat<T> scores(H * n, n), pattern(H * n, n);  // (H, T, T)
+    Mat<T>& z = s.z;  // (T, H·d_h)
+    const bool kv_bias = c.attention == AttentionKind::kv_bias;
+    if (hook.wants(prefix + "attn.hook_attn_scores") || hook.wants(prefix + "attn.hook_pattern")) {
+        Mat<T>& scores = s.scores;    // (H, T, T)
+        Mat<T>& pattern = s.pattern;  // (H, T, T)
+        scores.resize(H * n, n);
+        pattern.resize(H * n, n);
 #pragma omp parallel for schedule(static) if (H > 1)
-    for (std::int64_t h = 0; h < H; ++h)
-        attention_scores_forward<T>(scores.middleRows(h * n, n), q.middleCols(h * dh, dh),
-                                    k.middleCols((h / group) * dh, dh), c.sliding_window);
-    hook(prefix + "attn.hook_attn_scores", scores.data(), {H, n, n});
+        for (std::int64_t h = 0; h < H; ++h)
+            attention_scores_forward<T>(scores.middleRows(h * n, n), q.middleCols(h * dh, dh),
+                                        k.middleCols((h / group) * dh, dh), c.sliding_window);
+        hook(prefix + "attn.hook_attn_scores", scores.data(), {H, n, n});
 #pragma omp parallel for schedule(static) if (H > 1)
-    for (std::int64_t h = 0; h < H; ++h)
-        softmax_forward<T>(pattern.middleRows(h * n, n), scores.middleRows(h * n, n),
-                           has_slot ? slot_scores.row(h).data() : nullptr);
-    hook(prefix + "attn.hook_pattern", pattern.data(), {H, n, n});
+        for (std::int64_t h = 0; h < H; ++h)
+            softmax_forward<T>(pattern.middleRows(h * n, n), scores.middleRows(h * n, n),
+                               has_slot ? slot_scores.row(h).data() : nullptr);
+        hook(prefix + "attn.hook_pattern", pattern.data(), {H, n, n});
 
-    Mat<T> z(n, H * dh);  // (T, H·d_h)
+        z.resize(n, H * dh);
 #pragma omp parallel for schedule(static) if (H > 1)
-    for (std::int64_t h = 0; h < H; ++h) {
-        z.middleCols(h * dh, dh).noalias() = pattern.middleRows(h * n, n) * v.middleCols((h / group) * dh, dh);
-        if (c.attention == AttentionKind::kv_bias) {
-            // The slot's weight is what the real keys did not take: 1 − Σ_j p[t, j].
-            const auto slot_p = (T(1) - pattern.middleRows(h * n, n).rowwise().sum().array()).matrix();
-            z.middleCols(h * dh, dh).noalias() += slot_p * w.sink_kv.row(1).segment((h / group) * dh, dh);
+        for (std::int64_t h = 0; h < H; ++h) {
+            z.middleCols(h * dh, dh).noalias() = pattern.middleRows(h * n, n) * v.middleCols((h / group) * dh, dh);
+            if (kv_bias) {
+                // The slot's weight is what the real keys did not take: 1 − Σ_j p[t, j].
+                const auto slot_p = (T(1) - pattern.middleRows(h * n, n).rowwise().sum().array()).matrix();
+                z.middleCols(h * dh, dh).noalias() += slot_p * w.sink_kv.row(1).segment((h / group) * dh, dh);
+            }
         }
+    } else {
+        causal_attention_forward(z, q, k, v, H, G, dh, c.sliding_window, has_slot ? &slot_scores : nullptr,
+                                 kv_bias ? w.sink_kv.row(1).data() : nullptr);
     }
 
     if (c.gate != GateKind::none) {
@@ -127,12 +151,14 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
 // The FFN of one block: `xn` (T × d) is its input after its norm; writes its output to `out`.
 template <class T>
 void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c,
-                       const std::string& prefix, const HookCaller<T>& hook) {
+                       const std::string& prefix, const HookCaller<T>& hook, BlockScratch<T>& s) {
     const std::int64_t n = xn.rows();
     static const Vec<T> no_bias;
     switch (c.ffn) {
         case FfnKind::swiglu: {
-            Mat<T> gate, up, hidden;
+            Mat<T>& gate = s.gate;
+            Mat<T>& up = s.up;
+            Mat<T>& hidden = s.hidden;
             linear_forward(gate, xn, w.w_gate, no_bias);  // (T, d_ff)
             linear_forward(up, xn, w.w_up, w.b_up);       // (T, d_ff)
             hook(prefix + "mlp.hook_pre", gate.data(), {n, c.d_ff});
@@ -144,7 +170,8 @@ void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
             return;
         }
         case FfnKind::gelu: {
-            Mat<T> pre, hidden;
+            Mat<T>& pre = s.up;
+            Mat<T>& hidden = s.hidden;
             linear_forward(pre, xn, w.w_up, w.b_up);
             hook(prefix + "mlp.hook_pre", pre.data(), {n, c.d_ff});
             activation_forward(hidden, pre, c.activation);
@@ -169,16 +196,19 @@ const Mat<T>& force_sink_input(const Mat<T>& x, const Config& c, Mat<T>& buffer)
 
 // One transformer block, in place on the residual stream x (T × d).
 template <class T>
-void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::int64_t layer, const HookCaller<T>& hook) {
+void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::int64_t layer, const HookCaller<T>& hook,
+                   BlockScratch<T>& s) {
     const std::int64_t n = x.rows(), d = c.d_model;
     const std::string p = "blocks." + std::to_string(layer) + ".";
     const bool post = c.norm_placement == NormPlacement::post;
     const bool sandwich = c.norm_placement == NormPlacement::sandwich;
     hook(p + "hook_resid_pre", x.data(), {n, d});
 
-    Mat<T> xn, out, masked;
+    Mat<T>& xn = s.xn;
+    Mat<T>& out = s.out;
+    Mat<T>& masked = s.masked;
     if (post) {
-        attention_block_forward(out, x, w, c, p, hook);
+        attention_block_forward(out, x, w, c, p, hook, s);
         hook(p + "hook_attn_out", out.data(), {n, d});
         x += out;
         norm_forward(xn, x, w.attn_norm, c.norm, c.norm_eps);
@@ -187,8 +217,8 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
     } else {
         norm_forward(xn, force_sink_input(x, c, masked), w.attn_norm, c.norm, c.norm_eps);
         hook(p + "ln1.hook_normalized", xn.data(), {n, d});
-        attention_block_forward(out, xn, w, c, p, hook);
-        if (sandwich) { Mat<T> tmp; norm_forward(tmp, out, w.attn_post_norm, c.norm, c.norm_eps); out.swap(tmp); }
+        attention_block_forward(out, xn, w, c, p, hook, s);
+        if (sandwich) { norm_forward(s.post_norm, out, w.attn_post_norm, c.norm, c.norm_eps); out.swap(s.post_norm); }
         hook(p + "hook_attn_out", out.data(), {n, d});
         x += out;
     }
@@ -196,7 +226,7 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
 
     if (c.ffn != FfnKind::none) {
         if (post) {
-            ffn_block_forward(out, x, w, c, p, hook);
+            ffn_block_forward(out, x, w, c, p, hook, s);
             hook(p + "hook_mlp_out", out.data(), {n, d});
             x += out;
             norm_forward(xn, x, w.ffn_norm, c.norm, c.norm_eps);
@@ -205,8 +235,8 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
         } else {
             norm_forward(xn, force_sink_input(x, c, masked), w.ffn_norm, c.norm, c.norm_eps);
             hook(p + "ln2.hook_normalized", xn.data(), {n, d});
-            ffn_block_forward(out, xn, w, c, p, hook);
-            if (sandwich) { Mat<T> tmp; norm_forward(tmp, out, w.ffn_post_norm, c.norm, c.norm_eps); out.swap(tmp); }
+            ffn_block_forward(out, xn, w, c, p, hook, s);
+            if (sandwich) { norm_forward(s.post_norm, out, w.ffn_post_norm, c.norm, c.norm_eps); out.swap(s.post_norm); }
             hook(p + "hook_mlp_out", out.data(), {n, d});
             x += out;
         }
@@ -245,7 +275,8 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
         x += pe;
     }
     const std::int64_t last = options.last_layer < 0 ? c.n_layers - 1 : std::min(options.last_layer, c.n_layers - 1);
-    for (std::int64_t l = 0; l <= last; ++l) detail::block_forward(x, w.layers[l], c, l, hook);
+    detail::BlockScratch<T> scratch;
+    for (std::int64_t l = 0; l <= last; ++l) detail::block_forward(x, w.layers[l], c, l, hook, scratch);
     if (last != c.n_layers - 1 || !options.logits) return {};
 
     if (c.norm_placement != NormPlacement::post) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -182,6 +183,60 @@ void softmax_forward(Eigen::Ref<Mat<T>> pattern, const Eigen::Ref<const Mat<T>>&
         T z = pattern.row(t).sum();
         if (slot_scores) z += std::exp(slot_scores[t] - m);
         pattern.row(t) /= z;
+    }
+}
+
+// Causal attention of every head without materialising the (H, T, T) scores and pattern, the same
+// arithmetic as attention_scores_forward + softmax_forward + z = p·v restricted to the keys a query may
+// see. Queries are taken in blocks of `kQueryBlock` rows; block [r0, r1) of head h reads keys [lo, r1),
+//   lo = max(0, r0 − window + 1) (windowed) or 0,
+// so the masked upper triangle is never computed: about half the work of the full product at large T.
+// Row t of a block keeps keys j ∈ [max(0, t − window + 1), t]:
+//   p[t, j] = e^{s_j − m} / (Σ_k e^{s_k − m} + e^{s_slot − m}),   m = max(s_slot, max_k s_k)
+// with the slot term only when `slot_scores` (H × T) is given; `slot_value` (G·d_h), when given, is the
+// KV-bias value, weighted by what the real keys did not take: z_t += (1 − Σ_j p[t, j]) v_slot.
+// q (T × H·d_h), k and v (T × G·d_h), z (T × H·d_h); query head h reads kv head h / (H / G).
+template <class T>
+void causal_attention_forward(Mat<T>& z, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, std::int64_t n_heads,
+                              std::int64_t n_kv_heads, std::int64_t head_dim, std::int64_t window,
+                              const Mat<T>* slot_scores, const T* slot_value) {
+    constexpr std::int64_t kQueryBlock = 64;
+    const std::int64_t n = q.rows(), group = n_heads / n_kv_heads, dh = head_dim;
+    const std::int64_t blocks = (n + kQueryBlock - 1) / kQueryBlock;
+    const T scale = T(1) / std::sqrt(T(dh));
+    z.resize(n, n_heads * dh);
+#pragma omp parallel if (n_heads * blocks > 1)
+    {
+        Mat<T> buffer(std::min(n, kQueryBlock), n);  // one block's scores, then its pattern
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t unit = 0; unit < n_heads * blocks; ++unit) {
+            const std::int64_t h = unit % n_heads, b = blocks - 1 - unit / n_heads;  // longest blocks first
+            const std::int64_t r0 = b * kQueryBlock, r1 = std::min(n, r0 + kQueryBlock), rows = r1 - r0;
+            const std::int64_t lo = window > 0 ? std::max<std::int64_t>(0, r0 - window + 1) : 0, keys = r1 - lo;
+            const std::int64_t g = h / group;
+            auto p = buffer.topLeftCorner(rows, keys);
+            p.noalias() = (q.block(r0, h * dh, rows, dh) * k.block(lo, g * dh, keys, dh).transpose()) * scale;
+            for (std::int64_t t = r0; t < r1; ++t) {
+                const std::int64_t j0 = (window > 0 ? std::max<std::int64_t>(0, t - window + 1) : 0) - lo;
+                const std::int64_t j1 = t - lo + 1;  // keys [j0, j1) of the block are visible to t
+                auto row = p.row(t - r0);
+                auto live = row.segment(j0, j1 - j0).array();
+                T m = live.maxCoeff();
+                if (slot_scores) m = std::max(m, (*slot_scores)(h, t));
+                live = (live - m).exp();
+                T denom = live.sum();
+                if (slot_scores) denom += std::exp((*slot_scores)(h, t) - m);
+                live /= denom;
+                row.head(j0).setZero();
+                row.tail(keys - j1).setZero();
+            }
+            auto zh = z.block(r0, h * dh, rows, dh);
+            zh.noalias() = p * v.block(lo, g * dh, keys, dh);
+            if (slot_value) {
+                const Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> sv(slot_value + g * dh, dh);
+                zh.noalias() += (T(1) - p.rowwise().sum().array()).matrix() * sv;
+            }
+        }
     }
 }
 
