@@ -1,5 +1,6 @@
 // Benchmark: SmolLM2-135M forward over 512 tokens with the residual stream of every layer captured.
-// Prints model load time, the median forward time over repeats, tokens/s and peak RSS as one JSON line.
+// Prints model load time, the median forward time over repeats, tokens/s, peak RSS and the forward's
+// arithmetic (GFLOP, and GFLOP/s at the median) as one JSON line.
 // The peer (bench/bench_forward_hf.py, Hugging Face transformers) is run by bench/run_forward_bench.sh
 // in the same session, which prints the ratio.
 //   usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5]
@@ -45,13 +46,24 @@ int main(int argc, char** argv) {
             if (logits.rows() != n_tokens || std::int64_t(cache.all().size()) != m.config.n_layers) return 1;
         }
         std::sort(times.begin(), times.end());
+        // Arithmetic of one forward (multiply-add = 2 FLOP): every linear map, the output head, and causal
+        // attention (QKᵀ and P·V over the T(T+1)/2 visible query-key pairs of each head).
+        const auto& c = m.config;
+        const double T = double(n_tokens), d = double(c.d_model);
+        const double ffn_mats = c.ffn == model::FfnKind::swiglu ? 3.0 : 2.0;
+        const double per_token_linear =
+            2.0 * c.n_layers * (d * (c.q_dim() + 2.0 * c.kv_dim()) + c.q_dim() * d + ffn_mats * d * c.d_ff) +
+            2.0 * d * c.vocab_size;
+        const double attention = 2.0 * 2.0 * c.n_layers * c.n_heads * c.head_dim * T * (T + 1) / 2;
+        const double gflop = (per_token_linear * T + attention) / 1e9;
         const double median = times[times.size() / 2];
         rusage ru{};
         getrusage(RUSAGE_SELF, &ru);
         std::cout << "{\"impl\": \"sinkscope\", \"tokens\": " << n_tokens << ", \"repeats\": " << repeats
                   << ", \"load_s\": " << load_s << ", \"forward_median_s\": " << median
                   << ", \"tokens_per_s\": " << double(n_tokens) / median << ", \"peak_rss_mb\": " << ru.ru_maxrss / 1024.0
-                  << ", \"captured_mb\": " << captured_bytes / 1048576.0 << "}\n";
+                  << ", \"captured_mb\": " << captured_bytes / 1048576.0 << ", \"gflop\": " << gflop
+                  << ", \"gflop_per_s\": " << gflop / median << "}\n";
     } catch (const Error& e) {
         std::cerr << e.what() << "\n";
         return 2;
