@@ -8,7 +8,8 @@
 // Sₖ for the step-up layer's spike channels (theory::channel_spectrum); |cos(s⋆_a, s⋆_b)|
 // (theory::spike_alignment); on natural text, at the step-up FFN's input h̃ (ln2.hook_normalized), the
 // true output F_{c*} (hook_mlp_out) against the quadratic form and the rank-one prediction, for spike
-// tokens (massive after the block) and for the others.
+// tokens (massive after the block) and for the others; on spike tokens also the bounds on both errors
+// (SiLU's departure from the identity; the rank-one truncation) and how often the error exceeds them.
 // Command: build/experiments/b2_quadratic_ffn [--samples 8] [--out out/b2_quadratic_ffn]
 // Writes: frobenius.npy [L × d], spectra.csv, alignment.npy, predictions.npy [tokens × 5]
 //         (is_spike, true, quadratic, rank-one, cos²(s⋆, h̃)), meta.json.
@@ -131,6 +132,11 @@ int main(int argc, char** argv) {
                           post = model::hook_name("resid_post", S);
         std::vector<float> pred;
         std::vector<double> err_q, err_r, err_q_other;
+        // On spike tokens, the two error bounds of theory/quadratic_ffn.md against the errors they bound:
+        //   |F_k − Q_k| ≤ B_k = Σᵢ |W_down[k,i]| |uᵢ| |gᵢ| σ(−gᵢ)   (SiLU's departure from the identity)
+        //   |Q_k − R_k| ≤ |λ₂| (‖h̃‖² − (s⋆ᵀh̃)²)                    (the rank-one truncation)
+        std::vector<double> silu_bound_rel, rank_one_bound_rel;
+        std::int64_t silu_violations = 0, rank_one_violations = 0;
         double check = 0;
         const auto& spec = spectra.front();
         for (std::size_t s = 0; s < smp.size(); ++s) {
@@ -143,6 +149,9 @@ int main(int argc, char** argv) {
             const auto F = theory::swiglu_forward(ffn, H);
             const auto Q = theory::quadratic_form_forward(ffn, H);
             const auto R = theory::rank_one_forward(spec, H);
+            const auto B = theory::silu_linearisation_bound(ffn, H);
+            const bool has_rank_one_bound = spec.eigenvalues.size() >= 2;
+            const theory::Vector<float> BR = has_rank_one_bound ? theory::rank_one_error_bound(spec, H) : theory::Vector<float>();
             const auto& mo = cache[out].data;
             const auto ent = analysis::massive_entries(cache[post].data.data(), n, d);
             const auto pos = analysis::spike_positions(ent);
@@ -156,6 +165,14 @@ int main(int argc, char** argv) {
                 if (spike) {
                     err_q.push_back(std::abs(double(Q(t, k) - F(t, k))) / f);
                     err_r.push_back(std::abs(double(R[t] - F(t, k))) / f);
+                    // float rounding of the three forwards: allow 1e-4 relative slack on the checks
+                    const double slack = 1e-4 * (f + std::abs(double(Q(t, k))));
+                    silu_bound_rel.push_back(double(B(t, k)) / f);
+                    silu_violations += std::abs(double(F(t, k) - Q(t, k))) > double(B(t, k)) + slack;
+                    if (has_rank_one_bound) {
+                        rank_one_bound_rel.push_back(double(BR[t]) / f);
+                        rank_one_violations += std::abs(double(Q(t, k) - R[t])) > double(BR[t]) + slack;
+                    }
                 } else if (f > 0) {
                     err_q_other.push_back(std::abs(double(Q(t, k) - F(t, k))) / f);
                 }
@@ -172,7 +189,11 @@ int main(int argc, char** argv) {
                                        {"median_rel_err_quadratic_spike", median(err_q)},
                                        {"median_rel_err_rank_one_spike", median(err_r)},
                                        {"median_rel_err_quadratic_other", median(err_q_other)},
-                                       {"swiglu_vs_hook_max_rel_diff", check}};
+                                       {"swiglu_vs_hook_max_rel_diff", check},
+                                       {"median_silu_bound_rel_spike", median(silu_bound_rel)},
+                                       {"silu_bound_violations", silu_violations},
+                                       {"median_rank_one_bound_rel_spike", median(rank_one_bound_rel)},
+                                       {"rank_one_bound_violations", rank_one_violations}};
         run.finish();
     } catch (const Error& e) {
         std::cerr << e.what() << "\n";

@@ -10,7 +10,9 @@
 // pure normalisation x/rms(x) of the state after block S (analysis::rms_normalize): max |x̃ᵢ| / √d and the
 // energy share Σ_{i∈C} x̃ᵢ² / d of the spike channels.
 // Theory: R3 of theory/rmsnorm_sparsification.hpp bounds the cosine after the norm from below by the
-// energy fractions of C (reported as the mean bound over consecutive pairs of spike tokens).
+// energy fractions of C (reported as the mean bound over consecutive pairs of spike tokens); R1 and R2
+// bound each spike token's normalised state with the gain of the next norm (means and the worst
+// actual/bound ratio over spike tokens, which the theory says is ≤ 1).
 // Command: build/experiments/b4_rmsnorm_sparsity [--samples 32] [--out out/b4_rmsnorm_sparsity]
 // Writes: tokens.csv (sample, position, spike?, energy share, max|x̃|/√d), cosines.csv, meta.json.
 #include "common.hpp"
@@ -104,8 +106,11 @@ int main(int argc, char** argv) {
         cs.row("other", ob, oa, oth_before.size());
         // Theory (R3, theory/rmsnorm_sparsification.hpp): a lower bound on cos(RMSNorm(hᵃ), RMSNorm(hᵇ)) from
         // the energy fractions of C, for consecutive pairs of spike tokens, with the gain of the next norm.
+        // R1 and R2 bound each spike token's normalised state h̃ = RMSNorm(h; g of block S+1):
+        //   |h̃ᵢ| ≤ √d·max|g|·κ  and  ‖h̃ − h̃_C‖ ≤ √(d(1−ρ))·max_{i∉C}|gᵢ|·κ,  κ = ‖h‖/√(‖h‖² + d·eps).
         double bound_sum = 0, actual_sum = 0;
         std::int64_t pairs = 0;
+        double rho_sum = 0, r1_sum = 0, r1_bound_sum = 0, r2_sum = 0, r2_bound_sum = 0, r1_worst = 0, r2_worst = 0;
         if (!channels.empty()) {
             const Eigen::VectorXd g = in.m.weights.layers[A].attn_norm.weight.cast<double>();
             std::vector<theory::Index> C(channels.begin(), channels.end());
@@ -113,9 +118,22 @@ int main(int argc, char** argv) {
                 const auto r = theory::cosine_bound(spk_post[i], spk_post[i + 1], g, c.norm_eps, C);
                 bound_sum += r.bound; actual_sum += r.actual; ++pairs;
             }
+            for (const auto& h : spk_post) {
+                const auto r = theory::sparsification_bounds(h, g, c.norm_eps, C);
+                rho_sum += r.rho;
+                r1_sum += r.max_abs; r1_bound_sum += r.max_abs_bound; r1_worst = std::max(r1_worst, r.max_abs / r.max_abs_bound);
+                r2_sum += r.residual; r2_bound_sum += r.residual_bound;
+                r2_worst = std::max(r2_worst, r.residual / r.residual_bound);
+            }
         }
         run.results()["theory_cosine"] = {{"pairs", pairs}, {"mean_bound", pairs ? bound_sum / pairs : -2.0},
                                           {"mean_actual", pairs ? actual_sum / pairs : -2.0}};
+        const double nt = double(spk_post.size());
+        run.results()["theory_bounds"] = {
+            {"spike_tokens", spk_post.size()}, {"mean_rho", nt ? rho_sum / nt : -1.0},
+            {"mean_max_abs", nt ? r1_sum / nt : -1.0}, {"mean_max_abs_bound", nt ? r1_bound_sum / nt : -1.0},
+            {"worst_max_abs_over_bound", r1_worst}, {"mean_residual", nt ? r2_sum / nt : -1.0},
+            {"mean_residual_bound", nt ? r2_bound_sum / nt : -1.0}, {"worst_residual_over_bound", r2_worst}};
         run.results()["spike_channels"] = channels;
         run.results()["cosine"] = {{"spike_before", cb}, {"spike_after", ca}, {"other_before", ob}, {"other_after", oa},
                                    {"spike_tokens", spk_before.size()}, {"other_tokens", oth_before.size()}};

@@ -388,6 +388,10 @@ def b2(r):
               f"{res['alignment_channels']}: min |cos| {res['alignment_min']:.3f}; on {pr['spike_tokens']} spike tokens median relative "
               f"error: quadratic {pct(pr['median_rel_err_quadratic_spike'])}, rank-one {pct(pr['median_rel_err_rank_one_spike'])} "
               f"(other tokens, quadratic: {pct(pr['median_rel_err_quadratic_other'])}).")
+    if "median_silu_bound_rel_spike" in pr:
+        theory += (f" Error bounds on spike tokens: SiLU ≠ identity median {pct(pr['median_silu_bound_rel_spike'])} of |F| "
+                   f"(exceeded {pr['silu_bound_violations']}×), rank-one truncation {pct(pr['median_rank_one_bound_rel_spike'])} "
+                   f"(exceeded {pr['rank_one_bound_violations']}×).")
     r.add("B2", "The step-up FFN as a quadratic amplifier", paper, ours, theory, rule, v, figs, m)
 
 
@@ -463,6 +467,11 @@ def b4(r):
             f"(other tokens {pct(s['energy_share_other'])}); max |x̃_i| / √d = {s['max_abs_over_sqrt_d']:.4f}.")
     theory = (f"R3 lower bound on the cosine from the energy fractions: mean {tc['mean_bound']:.3f} vs actual {tc['mean_actual']:.5f} "
               f"over {tc['pairs']} pairs")
+    b = res.get("theory_bounds")
+    if b:
+        theory += (f"; R1 max|h̃ᵢ| {b['mean_max_abs']:.2f} ≤ {b['mean_max_abs_bound']:.2f}, R2 ‖h̃ − h̃_C‖ {b['mean_residual']:.3f} ≤ "
+                   f"{b['mean_residual_bound']:.3f} (means over {b['spike_tokens']} spike tokens; worst actual/bound "
+                   f"{b['worst_max_abs_over_bound']:.2f}, {b['worst_residual_over_bound']:.2f})")
     r.add("B4", "RMSNorm makes spike tokens sparse and near-constant", paper, ours, theory, rule, v, [rel], m)
 
 
