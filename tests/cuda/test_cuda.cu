@@ -39,6 +39,7 @@
 
 #include "cuda/cuda_test_util.hpp"
 #include "test_paths.hpp"
+#include "train/train_fixture.hpp"
 #include "train/train_test_util.hpp"
 
 using namespace sinkscope;
@@ -738,52 +739,12 @@ TEST_CASE("cuda training: loss and every gradient against train::backward, for e
     }
 }
 
-namespace {
-
-struct TorchFixture {
-    model::Config config;
-    train::LossMask mask;
-    train::AdamWConfig opt;
-    std::map<std::string, std::vector<double>> tensors;
-    std::vector<std::int32_t> tokens;
-    std::vector<std::int64_t> shape;  // (steps, batch, T + 1)
-};
-
-TorchFixture load_torch_fixture(const std::string& name) {
-    io::SafetensorsFile f(test::fixture("train/" + name + ".safetensors"));
-    const auto& meta = f.metadata();
-    REQUIRE(meta.value("magic", "") == "sinkscope-train-fixture");
-    TorchFixture fx;
-    fx.config = train::config_from_json(nlohmann::json::parse(meta["config"].get<std::string>()));
-    const auto m = nlohmann::json::parse(meta["loss_mask"].get<std::string>());
-    fx.mask = {m["begin"].get<std::int64_t>(), m["end"].get<std::int64_t>(), m["skip_first"].get<bool>()};
-    const auto o = nlohmann::json::parse(meta["optimizer"].get<std::string>());
-    fx.opt.lr = o["lr"]; fx.opt.beta1 = o["beta1"]; fx.opt.beta2 = o["beta2"]; fx.opt.eps = o["eps"];
-    fx.opt.weight_decay = o["weight_decay"]; fx.opt.grad_clip = o["grad_clip"];
-    fx.opt.warmup_steps = o["warmup_steps"]; fx.opt.total_steps = o["total_steps"]; fx.opt.min_lr_ratio = o["min_lr_ratio"];
-    for (const auto& t : f.tensors()) {
-        const std::uint8_t* raw = f.raw(t);
-        if (t.dtype == "F64") {
-            std::vector<double> v(t.n_elements());
-            std::memcpy(v.data(), raw, t.nbytes);
-            fx.tensors[t.name] = std::move(v);
-        } else if (t.dtype == "I32") {
-            fx.tokens.resize(t.n_elements());
-            std::memcpy(fx.tokens.data(), raw, t.nbytes);
-            fx.shape = t.shape;
-        }
-    }
-    return fx;
-}
-
-}  // namespace
-
 TEST_CASE("cuda training matches the PyTorch fixture: loss, gradients, 10 AdamW steps", "[cuda][grad][reference]") {
     SINKSCOPE_REQUIRE_GPU();
     for (const std::string name : {"baseline_tied", "baseline_untied"}) {
-        const TorchFixture fx = load_torch_fixture(name);
-        REQUIRE(fx.shape.size() == 3);
-        const std::int64_t B = fx.shape[1], len = fx.shape[2];
+        const test::TrainFixture fx = test::load_train_fixture(name);
+        REQUIRE(fx.tokens_shape.size() == 3);
+        const std::int64_t B = fx.tokens_shape[1], len = fx.tokens_shape[2];
         auto batch = [&](std::int64_t s) {
             std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(B));
             for (std::int64_t b = 0; b < B; ++b)

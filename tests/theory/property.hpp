@@ -1,12 +1,13 @@
 // Seeded rapidcheck properties inside Catch2 for the theory tests.
 //
-// sinkscope::test::property(description, testable, cases, seed) runs `cases` successful cases
-// (1000 by default) from a fixed seed (so every run checks the same cases; RC_PARAMS is ignored
-// here on purpose) and reports a failure, with rapidcheck's shrunk counter-example, through Catch.
+// sinkscope::test::property(description, testable, cases, seed): check_property (seeded_property.hpp)
+// with 1000 cases and the theory seed by default.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <rapidcheck.h>
+
+#include "seeded_property.hpp"
 
 #include <Eigen/Core>
 
@@ -23,23 +24,7 @@ inline constexpr std::uint64_t kTheorySeed = 20260303;  // the seed of every the
 template <class Testable>
 void property(const std::string& description, Testable&& testable, int cases = 1000,
               std::uint64_t seed = kTheorySeed) {
-    rc::detail::TestParams params;
-    params.seed = seed;
-    params.maxSuccess = cases;
-    params.maxSize = 100;
-    params.maxDiscardRatio = 10;
-    rc::detail::TestMetadata metadata;
-    metadata.id = description;
-    metadata.description = description;
-    const auto result = rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)),
-                                                  metadata, params);
-    std::ostringstream os;
-    rc::detail::printResultMessage(result, os);
-    INFO(description << ": " << os.str());
-    CHECK(result.template is<rc::detail::SuccessResult>());
-    if (result.template is<rc::detail::SuccessResult>()) {
-        CHECK(result.template get<rc::detail::SuccessResult>().numSuccess == cases);
-    }
+    check_property(description, std::forward<Testable>(testable), cases, seed);
 }
 
 // A deterministic engine for the vectors of one case: rapidcheck draws the seed (and shrinks it).

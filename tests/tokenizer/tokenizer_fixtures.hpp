@@ -13,6 +13,7 @@
 #include <rapidcheck.h>
 #include <sinkscope/tokenizer.hpp>
 
+#include "seeded_property.hpp"
 #include "test_paths.hpp"
 
 namespace sinkscope::test::tok {
@@ -68,26 +69,11 @@ inline nlohmann::json smollm2_gguf_metadata(const std::string& pre = "") {
     return m;
 }
 
-/// Runs `cases` successful rapidcheck cases from a fixed seed (RC_PARAMS ignored: every run checks the
-/// same cases) and reports failure, with the shrunk counter-example, through Catch.
+/// check_property (seeded_property.hpp) with 1000 cases and the tokenizer tests' seed by default.
 template <class Testable>
 void property(const std::string& description, Testable&& testable, int cases = 1000,
               std::uint64_t seed = 20250101) {
-    rc::detail::TestParams params;
-    params.seed = seed;
-    params.maxSuccess = cases;
-    params.maxSize = 100;
-    params.maxDiscardRatio = 10;
-    rc::detail::TestMetadata metadata;
-    metadata.id = description;
-    metadata.description = description;
-    const auto result = rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)),
-                                                  metadata, params);
-    std::ostringstream os;
-    rc::detail::printResultMessage(result, os);
-    INFO(description << ": " << os.str());
-    REQUIRE(result.template is<rc::detail::SuccessResult>());
-    CHECK(result.template get<rc::detail::SuccessResult>().numSuccess == cases);
+    check_property(description, std::forward<Testable>(testable), cases, seed);
 }
 
 }  // namespace sinkscope::test::tok

@@ -13,6 +13,7 @@
 #include <sinkscope/train/tape.hpp>
 
 #include "test_paths.hpp"
+#include "train/train_fixture.hpp"
 #include "train/train_test_util.hpp"
 
 using namespace sinkscope;
@@ -20,42 +21,8 @@ using model::Mat;
 
 namespace {
 
-struct Fixture {
-    model::Config config;
-    train::LossMask mask;
-    train::AdamWConfig opt;
-    std::map<std::string, std::vector<double>> tensors;  // F64 tensors by name
-    std::vector<std::int32_t> tokens;                     // (steps, batch, T + 1)
-    std::vector<std::int64_t> tokens_shape;
-};
-
-Fixture load_fixture(const std::string& name) {
-    io::SafetensorsFile f(test::fixture("train/" + name + ".safetensors"));
-    const auto& meta = f.metadata();
-    REQUIRE(meta.value("magic", "") == "sinkscope-train-fixture");
-    REQUIRE(meta.value("version", "") == "1");
-    Fixture fx;
-    fx.config = train::config_from_json(nlohmann::json::parse(meta["config"].get<std::string>()));
-    const auto m = nlohmann::json::parse(meta["loss_mask"].get<std::string>());
-    fx.mask = {m["begin"].get<std::int64_t>(), m["end"].get<std::int64_t>(), m["skip_first"].get<bool>()};
-    const auto o = nlohmann::json::parse(meta["optimizer"].get<std::string>());
-    fx.opt.lr = o["lr"]; fx.opt.beta1 = o["beta1"]; fx.opt.beta2 = o["beta2"]; fx.opt.eps = o["eps"];
-    fx.opt.weight_decay = o["weight_decay"]; fx.opt.grad_clip = o["grad_clip"];
-    fx.opt.warmup_steps = o["warmup_steps"]; fx.opt.total_steps = o["total_steps"]; fx.opt.min_lr_ratio = o["min_lr_ratio"];
-    for (const auto& t : f.tensors()) {
-        const std::uint8_t* raw = f.raw(t);
-        if (t.dtype == "F64") {
-            std::vector<double> v(t.n_elements());
-            std::memcpy(v.data(), raw, t.nbytes);
-            fx.tensors[t.name] = std::move(v);
-        } else if (t.dtype == "I32") {
-            fx.tokens.resize(t.n_elements());
-            std::memcpy(fx.tokens.data(), raw, t.nbytes);
-            fx.tokens_shape = t.shape;
-        }
-    }
-    return fx;
-}
+using Fixture = test::TrainFixture;
+using test::load_train_fixture;
 
 template <class T>
 model::Weights<T> weights_from(const Fixture& fx, const std::string& prefix) {
@@ -99,7 +66,7 @@ double loss_and_grad(const Fixture& fx, const model::Weights<T>& w, model::Weigh
 
 template <class T>
 void check_against_torch(const std::string& name, double loss_tol, double grad_tol, double curve_tol, double final_tol) {
-    const Fixture fx = load_fixture(name);
+    const Fixture fx = load_train_fixture(name);
     auto w = weights_from<T>(fx, "param.");
     auto g = train::zeros_like(w);
     const double loss = loss_and_grad(fx, w, g, batch(fx, 0));
