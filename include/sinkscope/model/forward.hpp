@@ -194,53 +194,47 @@ const Mat<T>& force_sink_input(const Mat<T>& x, const Config& c, Mat<T>& buffer)
     return buffer;
 }
 
+// One residual sub-layer (attention or FFN) in place on x (T × d), in the configured norm placement:
+//   pre-norm: x += F(N(x));   sandwich: x += Nᵖ(F(N(x)));   post-norm: x = N(x + F(x)).
+// `sublayer(out, input)` computes F; `norm_hook` names N's output, `out_hook` F's output.
+template <class T, class Sublayer>
+void residual_sublayer(Mat<T>& x, const NormWeights<T>& norm, const NormWeights<T>& post_norm, const Config& c,
+                       const std::string& norm_hook, const std::string& out_hook, const HookCaller<T>& hook,
+                       BlockScratch<T>& s, Sublayer&& sublayer) {
+    const std::int64_t n = x.rows(), d = c.d_model;
+    if (c.norm_placement == NormPlacement::post) {
+        sublayer(s.out, x);
+        hook(out_hook, s.out.data(), {n, d});
+        x += s.out;
+        norm_forward(s.xn, x, norm, c.norm, c.norm_eps);
+        x = s.xn;
+        hook(norm_hook, x.data(), {n, d});
+        return;
+    }
+    norm_forward(s.xn, force_sink_input(x, c, s.masked), norm, c.norm, c.norm_eps);
+    hook(norm_hook, s.xn.data(), {n, d});
+    sublayer(s.out, s.xn);
+    if (c.norm_placement == NormPlacement::sandwich) {
+        norm_forward(s.post_norm, s.out, post_norm, c.norm, c.norm_eps);
+        s.out.swap(s.post_norm);
+    }
+    hook(out_hook, s.out.data(), {n, d});
+    x += s.out;
+}
+
 // One transformer block, in place on the residual stream x (T × d).
 template <class T>
 void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::int64_t layer, const HookCaller<T>& hook,
                    BlockScratch<T>& s) {
     const std::int64_t n = x.rows(), d = c.d_model;
     const std::string p = "blocks." + std::to_string(layer) + ".";
-    const bool post = c.norm_placement == NormPlacement::post;
-    const bool sandwich = c.norm_placement == NormPlacement::sandwich;
     hook(p + "hook_resid_pre", x.data(), {n, d});
-
-    Mat<T>& xn = s.xn;
-    Mat<T>& out = s.out;
-    Mat<T>& masked = s.masked;
-    if (post) {
-        attention_block_forward(out, x, w, c, p, hook, s);
-        hook(p + "hook_attn_out", out.data(), {n, d});
-        x += out;
-        norm_forward(xn, x, w.attn_norm, c.norm, c.norm_eps);
-        x = xn;
-        hook(p + "ln1.hook_normalized", x.data(), {n, d});
-    } else {
-        norm_forward(xn, force_sink_input(x, c, masked), w.attn_norm, c.norm, c.norm_eps);
-        hook(p + "ln1.hook_normalized", xn.data(), {n, d});
-        attention_block_forward(out, xn, w, c, p, hook, s);
-        if (sandwich) { norm_forward(s.post_norm, out, w.attn_post_norm, c.norm, c.norm_eps); out.swap(s.post_norm); }
-        hook(p + "hook_attn_out", out.data(), {n, d});
-        x += out;
-    }
+    residual_sublayer(x, w.attn_norm, w.attn_post_norm, c, p + "ln1.hook_normalized", p + "hook_attn_out", hook, s,
+                      [&](Mat<T>& out, const Mat<T>& in) { attention_block_forward(out, in, w, c, p, hook, s); });
     hook(p + "hook_resid_mid", x.data(), {n, d});
-
-    if (c.ffn != FfnKind::none) {
-        if (post) {
-            ffn_block_forward(out, x, w, c, p, hook, s);
-            hook(p + "hook_mlp_out", out.data(), {n, d});
-            x += out;
-            norm_forward(xn, x, w.ffn_norm, c.norm, c.norm_eps);
-            x = xn;
-            hook(p + "ln2.hook_normalized", x.data(), {n, d});
-        } else {
-            norm_forward(xn, force_sink_input(x, c, masked), w.ffn_norm, c.norm, c.norm_eps);
-            hook(p + "ln2.hook_normalized", xn.data(), {n, d});
-            ffn_block_forward(out, xn, w, c, p, hook, s);
-            if (sandwich) { norm_forward(s.post_norm, out, w.ffn_post_norm, c.norm, c.norm_eps); out.swap(s.post_norm); }
-            hook(p + "hook_mlp_out", out.data(), {n, d});
-            x += out;
-        }
-    }
+    if (c.ffn != FfnKind::none)
+        residual_sublayer(x, w.ffn_norm, w.ffn_post_norm, c, p + "ln2.hook_normalized", p + "hook_mlp_out", hook, s,
+                          [&](Mat<T>& out, const Mat<T>& in) { ffn_block_forward(out, in, w, c, p, hook, s); });
     hook(p + "hook_resid_post", x.data(), {n, d});
 }
 
