@@ -14,9 +14,8 @@ Prints one JSON line per measurement.
 import json, sys, time
 
 import torch
-import torch.nn.functional as F
 
-from torch_llama import B, T, V, model_and_optimizer
+from torch_llama import B, T, V, model_and_optimizer, train_step
 
 cfg_path = sys.argv[1]
 T_fwd = int(sys.argv[2]) if len(sys.argv) > 2 else 512
@@ -75,13 +74,7 @@ def train_bench(attn):
 
     def step():
         batch = torch.randint(0, V, (B, T + 1), generator=gen, device=dev)
-        opt.zero_grad(set_to_none=True)
-        logits = model(batch[:, :-1])
-        loss = F.cross_entropy(logits.reshape(-1, V), batch[:, 1:].reshape(-1))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        state["loss"] = loss
+        state["loss"] = train_step(model, opt, batch)
 
     s = median_time(step, repeats)
     print(json.dumps({"bench": "train", "impl": "pytorch-" + attn, "torch": torch.__version__,

@@ -8,9 +8,8 @@ bench_train: tokens_per_s (median step), step_s, peak_rss_mb.
 """
 import json, os, resource, sys, time
 import torch
-import torch.nn.functional as F
 
-from torch_llama import B, T, V, model_and_optimizer
+from torch_llama import B, T, V, model_and_optimizer, train_step
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 6
 threads = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -22,12 +21,7 @@ times, loss = [], None
 for s in range(steps + 1):  # step 0 is a warm-up
     batch = torch.randint(0, V, (B, T + 1), generator=gen)
     t0 = time.perf_counter()
-    opt.zero_grad(set_to_none=True)
-    logits = model(batch[:, :-1])
-    loss = F.cross_entropy(logits.reshape(-1, V), batch[:, 1:].reshape(-1))
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
+    loss = train_step(model, opt, batch)
     if s:
         times.append(time.perf_counter() - t0)
 times.sort()

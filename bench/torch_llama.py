@@ -78,3 +78,14 @@ def model_and_optimizer(attn="sdpa", device="cpu"):
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
     return model, opt
+
+
+def train_step(model, opt, batch):
+    """One AdamW step on a (B, T + 1) token batch: next-token cross-entropy, global-norm clipping at 1."""
+    opt.zero_grad(set_to_none=True)
+    logits = model(batch[:, :-1])
+    loss = F.cross_entropy(logits.reshape(-1, V), batch[:, 1:].reshape(-1))
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss
