@@ -2,7 +2,7 @@
 """Fixtures for the io module tests (tests/io/*), written by the peers the C++ code is checked against.
 
 Regenerate (from the repository root, deterministic, about 10 s):
-    /work/pyenv/bin/python scripts/make_io_fixtures.py [--smollm2 PATH]
+    "$(scripts/pyenv.sh)" scripts/make_io_fixtures.py [--smollm2 PATH]
 
 Peers: gguf-py (GGUFWriter, GGUFReader, gguf.quants) for GGUF and ggml blocks, the `safetensors`
 package (torch front end, for BF16) for safetensors, numpy for .npy. Nothing here is produced by

@@ -2,7 +2,7 @@
 """Reference fixtures for the tokenizer module (tests/fixtures/tokenizer/), from Hugging Face.
 
 Regenerate (needs the SmolLM2 GGUF, see scripts/fetch_model.sh):
-    /work/pyenv/bin/python scripts/make_tokenizer_fixtures.py [--gguf PATH]
+    "$(scripts/pyenv.sh)" scripts/make_tokenizer_fixtures.py [--gguf PATH]
 
 What it writes, and the peer behind each file:
   smollm2/tokenizer.json, smollm2/tokenizer_config.json

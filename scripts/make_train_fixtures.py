@@ -2,7 +2,7 @@
 """Reference fixtures for the training tests, made by PyTorch autograd (the peer).
 
 Regenerate:
-    /work/pyenv/bin/python scripts/make_train_fixtures.py        (any Python with torch, safetensors, numpy)
+    "$(scripts/pyenv.sh)" scripts/make_train_fixtures.py        (any Python with torch, safetensors, numpy)
 
 Writes tests/fixtures/train/baseline_{tied,untied}.safetensors, each a tiny Llama-style model
 (RMSNorm pre-norm, SwiGLU, RoPE half-split, GQA 4 heads over 2 KV heads) written independently here in
