@@ -11,12 +11,12 @@ import sys
 import numpy as np
 
 
-def load(out, name, quiet=False):
+def load(out, name):
     path = out / name / "meta.json"
     if not path.exists():
         sys.exit(f"theory_table: {path} is missing; run scripts/theory_table.sh (it runs {name} first)")
     meta = json.loads(path.read_text())
-    if meta.get("smoke") and not quiet:
+    if meta.get("smoke"):
         print(f"note: {name} ran at its --smoke size; numbers below are a smoke check, not a measurement")
     return meta
 
@@ -31,8 +31,7 @@ def table(title, header, rows):
             print("  " + "-+-".join("-" * w for w in width))
 
 
-def cone(out):
-    m = load(out, "a3_cone_model")
+def cone(out, m):
     pred = np.load(out / "a3_cone_model" / "predicted.npy")
     meas = np.load(out / "a3_cone_model" / "measured.npy")
     err = np.abs(pred - meas) / meas  # relative error of E‖o_t‖² per layer and position
@@ -129,9 +128,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="out", type=pathlib.Path)
     a = ap.parse_args()
-    model = load(a.out, "a3_cone_model", quiet=True).get("model", "")
-    print(f"Theory prediction vs measurement on SmolLM2-135M ({pathlib.Path(model).name})")
-    cone(a.out)
+    a3 = load(a.out, "a3_cone_model")
+    print(f"Theory prediction vs measurement on SmolLM2-135M ({pathlib.Path(a3.get('model', '')).name})")
+    cone(a.out, a3)
     quadratic(a.out)
     rmsnorm(a.out)
     sink(a.out)
