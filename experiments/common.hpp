@@ -1,7 +1,8 @@
 // Plumbing shared by the experiment executables: common CLI flags, inputs (model, corpus samples),
 // outputs (.npy / .csv / meta.json with configuration, seed, git revision and timings), progress on
-// stderr, and tracing a spike through Paper B's sub-blocks with library calls. No analysis math lives
-// here: numbers come from sinkscope::model, sinkscope::analysis and sinkscope::theory.
+// stderr, verdicts (analysis/verdict.hpp) into meta.json, and null controls (--random-init: the same
+// layout with random weights; --tokens-file: fixed token sequences). No analysis math lives here:
+// numbers come from sinkscope::model, sinkscope::analysis and sinkscope::theory.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -19,12 +20,15 @@
 #include <string>
 #include <vector>
 
+#include <sinkscope/analysis/spike_trace.hpp>
 #include <sinkscope/analysis/spikes.hpp>
 #include <sinkscope/analysis/text.hpp>
+#include <sinkscope/analysis/verdict.hpp>
 #include <sinkscope/io/npy.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/hooks.hpp>
 #include <sinkscope/model/load.hpp>
+#include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
 
 #ifndef SINKSCOPE_SOURCE_DIR
@@ -48,7 +52,13 @@ struct CommonOptions {
     bool smoke = false;               // tiny sizes for the test suite
     bool random_tokens = false;       // uniform random token ids instead of text (models without a tokenizer)
     unsigned seed = 0;                // seeds every random choice
+    std::int64_t random_init = -1;    // ≥ 0: null control — the model's layout with random weights (this seed)
+    std::string tokens_file;          // fixed token sequences, one per line (instead of text / random ids)
 };
+
+// The null control every verdict names: the rule must not say "reproduced" on it.
+inline const char* kRandomInitNull =
+    "the same layout with random weights (--random-init SEED): must give 'not reproduced' or 'not applicable'";
 
 inline void add_common(CLI::App& app, CommonOptions& o) {
     app.add_option("--model", o.model, "checkpoint: .gguf file or Hugging Face directory")->capture_default_str();
@@ -57,6 +67,10 @@ inline void add_common(CLI::App& app, CommonOptions& o) {
     app.add_flag("--smoke", o.smoke, "tiny sizes (seconds), for the test suite");
     app.add_flag("--random-tokens", o.random_tokens, "sample uniform random token ids instead of text");
     app.add_option("--seed", o.seed, "random seed")->capture_default_str();
+    app.add_option("--random-init", o.random_init,
+                   "null control: keep the model's layout and tokenizer, replace its weights by random ones (this seed)");
+    app.add_option("--tokens-file", o.tokens_file,
+                   "token ids, one sequence per line (spaces or commas); samples are cut from these sequences");
 }
 
 inline std::string shell_output(const std::string& cmd) {
@@ -88,7 +102,9 @@ public:
         for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
         meta_ = {{"experiment", name_}, {"claim", claim}, {"command", cmd}, {"git_revision", git_revision()},
                  {"sinkscope_version", version()}, {"seed", o.seed}, {"smoke", o.smoke}, {"model", o.model},
-                 {"corpus", o.random_tokens ? "random token ids" : o.corpus}};
+                 {"corpus", !o.tokens_file.empty() ? "token file " + o.tokens_file
+                            : o.random_tokens ? "random token ids" : o.corpus}};
+        if (o.random_init >= 0) meta_["null_model"] = {{"random_init_seed", o.random_init}};
         std::cerr << "[" << name_ << "] " << claim << "\n";
     }
     const std::string& out() const { return out_; }
@@ -111,6 +127,17 @@ public:
     }
     void npy(const std::string& file, const std::vector<float>& data, const std::vector<std::size_t>& shape) const {
         io::write_npy(path(file), data, shape);
+    }
+    // Records a verdict (several verdicts make a list) and prints it.
+    void verdict(const analysis::Verdict& v) {
+        const json j = v.to_json();
+        if (!meta_.contains("verdict")) meta_["verdict"] = j;
+        else {
+            if (!meta_["verdict"].is_array()) meta_["verdict"] = json::array({meta_["verdict"]});
+            meta_["verdict"].push_back(j);
+        }
+        std::cerr << "[" << name_ << "] " << v.claim() << ": " << j["outcome"].get<std::string>() << " ("
+                  << j["decided_by"].get<std::string>() << ")\n";
     }
     void finish() {
         close_phase();
@@ -158,8 +185,12 @@ struct Inputs {
 
 inline Inputs load_inputs(const CommonOptions& o, Run& run) {
     run.phase("load model");
-    Inputs in{model::load_model<float>(o.model), nullptr};
-    if (!o.random_tokens) {
+    Inputs in{train::load_for_analysis<float>(o.model), nullptr};
+    if (o.random_init >= 0) {
+        in.m = train::random_like(in.m, std::uint64_t(o.random_init));
+        std::cerr << "  null control: random weights (seed " << o.random_init << ") in the model's layout\n";
+    }
+    if (!o.random_tokens && in.m.format != "sinkscope-checkpoint") {
         try { in.tok = std::make_unique<tokenizer::BpeTokenizer>(analysis::tokenizer_for(in.m)); }
         catch (const Error& e) { std::cerr << "  no usable tokenizer (" << e.message() << "): using random token ids\n"; }
     }
@@ -173,6 +204,22 @@ inline Inputs load_inputs(const CommonOptions& o, Run& run) {
 // the corpus is tokenized, grown until it gives enough samples.
 inline std::vector<Tokens> samples(const Inputs& in, const CommonOptions& o, std::int64_t length, std::int64_t n,
                                    bool bos, std::uint64_t stream = 0) {
+    if (!o.tokens_file.empty()) {
+        // Fixed sequences: the first `length` ids of each line (BOS first when `bos` and the model has one).
+        const auto seqs = analysis::read_token_file(o.tokens_file, in.m.config.vocab_size);
+        std::vector<Tokens> out;
+        const std::int32_t bos_id = in.tok && in.tok->bos_id() ? *in.tok->bos_id() : 1;
+        for (const auto& q : seqs) {
+            if (std::int64_t(out.size()) == n) break;
+            Tokens s;
+            if (bos) s.push_back(bos_id);
+            for (std::size_t i = 0; i < q.size() && std::int64_t(s.size()) < length; ++i) s.push_back(q[i]);
+            if (std::int64_t(s.size()) == length) out.push_back(std::move(s));
+        }
+        require(!out.empty(), "no line of the token file has " + std::to_string(length) + " tokens", {o.tokens_file, "", {}});
+        if (std::int64_t(out.size()) < n) std::cerr << "  token file gives only " << out.size() << " of " << n << " samples\n";
+        return out;
+    }
     if (!in.tok) {
         std::mt19937_64 rng(o.seed * 1000003ull + stream);
         std::uniform_int_distribution<std::int32_t> pick(0, std::int32_t(in.m.config.vocab_size - 1));
@@ -211,71 +258,16 @@ inline std::string decode_token(const Inputs& in, std::int32_t id) {
 // Forward options: no logits (they are not needed and cost a vocab-sized GEMM), optionally stopping early.
 inline model::ForwardOptions no_logits(std::int64_t last_layer = -1) { return model::ForwardOptions{false, last_layer}; }
 
-// Every residual state H_0 … H_{2L} of one sequence (each T × d, row-major).
+// Every residual state H_0 … H_{2L} of one sequence (analysis/spike_trace.hpp).
 inline std::vector<std::vector<float>> residual_states(const Inputs& in, const Tokens& tokens, std::int64_t last_layer = -1) {
-    const auto& c = in.m.config;
-    const std::int64_t L = last_layer < 0 ? c.n_layers : last_layer + 1;
-    std::vector<std::string> names{analysis::initial_state_hook()};
-    for (std::int64_t i = 1; i <= 2 * L; ++i) names.push_back(analysis::sub_block(i, c.n_layers).state_hook);
-    model::HookSet<float> hooks;
-    model::ActivationCache<float> cache;
-    cache.attach(hooks, names);
-    model::forward(c, in.m.weights, tokens, &hooks, no_logits(L - 1));
-    std::vector<std::vector<float>> out;
-    for (const auto& n : names) out.push_back(cache[n].data);
-    return out;
+    return analysis::residual_states(in.m.config, in.m.weights, tokens, last_layer);
 }
 
-// The spike of a model on some samples: the largest |H_i| over every sub-block, position and sample,
-// the trajectory of its coordinate through the sub-blocks and Paper B's step classification.
-struct SpikeTrace {
-    bool found = false;                   // did any state carry a massive activation (Sun et al.)?
-    std::int64_t channel = -1, position = -1, sample = -1, peak_sub_block = -1;
-    std::vector<double> trajectory;       // x_0 … x_{2L} at (position, channel), mean over samples
-    analysis::StepClassification steps;
-    std::int64_t step_up_layer = -1;      // layer of the first step-up sub-block (−1: none)
-};
-
+using analysis::SpikeTrace;
 inline SpikeTrace trace_spike(const Inputs& in, const std::vector<Tokens>& smp, double tau = 0.2) {
-    const auto& c = in.m.config;
-    const std::int64_t d = c.d_model;
-    SpikeTrace s;
-    double best = -1;
-    std::vector<std::vector<std::vector<float>>> states;
-    for (std::size_t k = 0; k < smp.size(); ++k) {
-        states.push_back(residual_states(in, smp[k]));
-        const auto& st = states.back();
-        for (std::size_t i = 0; i < st.size(); ++i) {
-            const std::int64_t n = std::int64_t(st[i].size()) / d;
-            const auto e = analysis::massive_entries(st[i].data(), n, d);
-            if (!e.empty()) s.found = true;
-            for (std::int64_t j = 0; j < std::int64_t(st[i].size()); ++j)
-                if (std::abs(st[i][j]) > best) {
-                    best = std::abs(st[i][j]);
-                    s.channel = j % d; s.position = j / d; s.sample = std::int64_t(k); s.peak_sub_block = std::int64_t(i);
-                }
-        }
-    }
-    // Mean trajectory over the samples at (position, channel) (position 0 is in every sample).
-    s.trajectory.assign(states[0].size(), 0.0);
-    std::int64_t used = 0;
-    for (const auto& st : states) {
-        if (std::int64_t(st[0].size()) / d <= s.position) continue;
-        for (std::size_t i = 0; i < st.size(); ++i) s.trajectory[i] += st[i][s.position * d + s.channel];
-        ++used;
-    }
-    for (auto& x : s.trajectory) x /= double(std::max<std::int64_t>(used, 1));
-    s.steps = analysis::classify_steps(s.trajectory, tau);
-    if (!s.steps.step_up.empty()) s.step_up_layer = analysis::sub_block(s.steps.step_up.front(), c.n_layers).layer;
-    return s;
+    return analysis::trace_spike(in.m.config, in.m.weights, smp, tau);
 }
-
-inline json trace_json(const SpikeTrace& s) {
-    return {{"found_massive", s.found}, {"channel", s.channel}, {"position", s.position},
-            {"peak_sub_block", s.peak_sub_block}, {"peak", s.steps.peak}, {"step_up", s.steps.step_up},
-            {"step_down", s.steps.step_down}, {"in_between_ratio", s.steps.in_between_ratio},
-            {"tau", s.steps.tau}, {"step_up_layer", s.step_up_layer}};
-}
+inline json trace_json(const SpikeTrace& s) { return analysis::to_json(s); }
 
 inline std::vector<float> to_float(const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); }
 

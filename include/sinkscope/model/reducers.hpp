@@ -119,19 +119,32 @@ public:
         for (std::size_t k = 0; k < out.size(); ++k) out[k] = r.count[k] ? r.sum[k] / double(r.count[k]) : 0.0;
         return out;
     }
-    // Sink^ε_0 restricted to layers [first, last]: fraction of (layer, head) with α₀ > ε, mean over samples.
-    double sink_rate(double eps, std::int64_t first = 0, std::int64_t last = -1) const {
+    // Sink^ε_0 of each sample restricted to layers [first, last]: the fraction of (layer, head) with
+    // α₀ > ε in that sample. The samples are the independent units that intervals resample.
+    std::vector<double> sink_rate_per_sample(double eps, std::int64_t first = 0, std::int64_t last = -1) const {
         if (last < 0) last = L_ - 1;
         require(first >= 0 && first <= last && last < L_, "sink_rate: bad layer range");
         require(!alpha0_.empty(), "sink_rate: no sample was observed (call begin_sample before each forward)");
-        double total = 0;
+        std::vector<double> out;
         for (const auto& a : alpha0_) {
             std::int64_t hits = 0;
             for (std::int64_t l = first; l <= last; ++l)
                 for (std::int64_t h = 0; h < H_; ++h) hits += a[l * H_ + h] > eps;
-            total += double(hits) / double((last - first + 1) * H_);
+            out.push_back(double(hits) / double((last - first + 1) * H_));
         }
-        return total / double(alpha0_.size());
+        return out;
+    }
+    // Sink^ε_0 restricted to layers [first, last]: the mean over samples of sink_rate_per_sample.
+    double sink_rate(double eps, std::int64_t first = 0, std::int64_t last = -1) const {
+        const auto r = sink_rate_per_sample(eps, first, last);
+        double total = 0;
+        for (double x : r) total += x;
+        return total / double(r.size());
+    }
+    // α₀ of (layer, head) in sample s (NaN if that layer was not observed).
+    double alpha0(std::int64_t sample, std::int64_t layer, std::int64_t head) const {
+        require(sample >= 0 && sample < std::int64_t(alpha0_.size()), "alpha0: sample out of range");
+        return alpha0_[sample][layer * H_ + head];
     }
     // Per-head sink indicator rate: fraction of samples in which α₀(layer, head) > ε.
     double head_sink_rate(std::int64_t layer, std::int64_t head, double eps) const {

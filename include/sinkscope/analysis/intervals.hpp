@@ -1,0 +1,125 @@
+// Confidence intervals for the verdicts: exact binomial (Clopper–Pearson) intervals for rates and
+// shares, percentile-bootstrap intervals (fixed seed) for means, medians and ratios of per-sample values.
+//
+//   clopper_pearson(k, n, c)   [B⁻¹(α/2; k, n−k+1), B⁻¹(1−α/2; k+1, n−k)],  α = 1 − c,
+//                              B⁻¹ the beta quantile (Boost.Math); lo = 0 when k = 0, hi = 1 when k = n.
+//                              Exact: covers the true rate with probability ≥ c for every rate and n.
+//   bootstrap(x, stat, c, B, seed)
+//                              percentile interval [q_{α/2}, q_{1−α/2}] of stat(x*) over B resamples x*
+//                              of x drawn with replacement (std::mt19937_64 seeded by `seed`).
+//   bootstrap_ratio(x, y, …)   the same for mean(x*) / mean(y*) with paired resamples (x_i, y_i).
+//
+// Units: every resampled unit must be independent (a text sample, a seed), not a (layer, head) of the
+// same sample. Rates whose units are not independent (Gu's sink rate pools the heads of one sample)
+// take the bootstrap over samples of the per-sample rate instead of Clopper–Pearson.
+#pragma once
+
+#include <boost/math/distributions/beta.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sinkscope/core/error.hpp"
+
+namespace sinkscope::analysis {
+
+struct Interval {
+    double lo = 0, hi = 0;
+    bool contains(double x) const { return lo <= x && x <= hi; }
+};
+
+inline constexpr double kConfidence = 0.95;          // every verdict's interval
+inline constexpr int kBootstrapResamples = 2000;
+inline constexpr std::uint64_t kBootstrapSeed = 20260311;
+
+inline Interval clopper_pearson(std::int64_t k, std::int64_t n, double confidence = kConfidence) {
+    require(n > 0 && k >= 0 && k <= n,
+            "clopper_pearson: needs 0 <= k <= n and n > 0, got k=" + std::to_string(k) + ", n=" + std::to_string(n));
+    require(confidence > 0 && confidence < 1, "clopper_pearson: confidence must lie in (0, 1)");
+    const double a = 1 - confidence;
+    Interval ci;
+    ci.lo = k == 0 ? 0.0 : boost::math::quantile(boost::math::beta_distribution<double>(double(k), double(n - k + 1)), a / 2);
+    ci.hi = k == n ? 1.0 : boost::math::quantile(boost::math::beta_distribution<double>(double(k + 1), double(n - k)), 1 - a / 2);
+    return ci;
+}
+
+namespace detail {
+// Percentile of a sorted sample by linear interpolation between order statistics (type 7).
+inline double sorted_quantile(const std::vector<double>& s, double q) {
+    const double h = (double(s.size()) - 1) * q;
+    const std::size_t i = std::size_t(std::floor(h));
+    const std::size_t j = std::min(i + 1, s.size() - 1);
+    return s[i] + (h - double(i)) * (s[j] - s[i]);
+}
+inline void require_finite(const std::vector<double>& x, const char* what) {
+    for (double v : x) require(std::isfinite(v), std::string(what) + ": non-finite value in the sample");
+}
+}  // namespace detail
+
+inline double mean_of(const std::vector<double>& x) {
+    require(!x.empty(), "mean_of: empty sample");
+    double s = 0;
+    for (double v : x) s += v;
+    return s / double(x.size());
+}
+
+// The median (mean of the two middle values for an even count).
+inline double median_of(std::vector<double> x) {
+    require(!x.empty(), "median_of: empty sample");
+    std::sort(x.begin(), x.end());
+    const std::size_t n = x.size();
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+using Statistic = std::function<double(const std::vector<double>&)>;
+
+inline Interval bootstrap(const std::vector<double>& x, const Statistic& stat, double confidence = kConfidence,
+                          int resamples = kBootstrapResamples, std::uint64_t seed = kBootstrapSeed) {
+    require(!x.empty(), "bootstrap: empty sample");
+    require(confidence > 0 && confidence < 1 && resamples >= 100, "bootstrap: confidence in (0, 1) and >= 100 resamples");
+    detail::require_finite(x, "bootstrap");
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::size_t> pick(0, x.size() - 1);
+    std::vector<double> stats(resamples), r(x.size());
+    for (int b = 0; b < resamples; ++b) {
+        for (auto& v : r) v = x[pick(rng)];
+        stats[b] = stat(r);
+    }
+    std::sort(stats.begin(), stats.end());
+    const double a = 1 - confidence;
+    return {detail::sorted_quantile(stats, a / 2), detail::sorted_quantile(stats, 1 - a / 2)};
+}
+
+inline Interval bootstrap_mean(const std::vector<double>& x, double confidence = kConfidence) {
+    return bootstrap(x, mean_of, confidence);
+}
+inline Interval bootstrap_median(const std::vector<double>& x, double confidence = kConfidence) {
+    return bootstrap(x, [](const std::vector<double>& v) { return median_of(v); }, confidence);
+}
+
+// mean(x) / mean(y) over paired units (x_i, y_i), resampled together.
+inline Interval bootstrap_ratio(const std::vector<double>& x, const std::vector<double>& y, double confidence = kConfidence,
+                                int resamples = kBootstrapResamples, std::uint64_t seed = kBootstrapSeed) {
+    require(x.size() == y.size() && !x.empty(), "bootstrap_ratio: needs two paired, non-empty samples");
+    detail::require_finite(x, "bootstrap_ratio");
+    detail::require_finite(y, "bootstrap_ratio");
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::size_t> pick(0, x.size() - 1);
+    std::vector<double> stats;
+    stats.reserve(resamples);
+    for (int b = 0; b < resamples; ++b) {
+        double sx = 0, sy = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) { const std::size_t j = pick(rng); sx += x[j]; sy += y[j]; }
+        stats.push_back(sy != 0 ? sx / sy : (sx == 0 ? 0.0 : std::copysign(INFINITY, sx)));
+    }
+    std::sort(stats.begin(), stats.end());
+    const double a = 1 - confidence;
+    return {detail::sorted_quantile(stats, a / 2), detail::sorted_quantile(stats, 1 - a / 2)};
+}
+
+}  // namespace sinkscope::analysis

@@ -1,0 +1,72 @@
+// Null-control models and checkpoints as models to analyse.
+//
+//   random_like(m, seed)          the layout of a loaded model (its Config, so every shape, head count,
+//                                 norm and position kind) and its metadata (so the tokenizer still
+//                                 works) with fresh random weights from train::init_weights. Every
+//                                 claim that needs trained structure (a sink, a spike, a step-up block,
+//                                 sink heads) must come out "not reproduced" or "not applicable" on it.
+//   save_model(path, c, w)        writes a model as a sinkscope checkpoint (safetensors, zero optimiser
+//                                 state), so `sinkscope random-model` can hand a null control to any tool.
+//   load_for_analysis(path)       a .gguf file, a Hugging Face directory, a sinkscope checkpoint
+//                                 (`*.safetensors` with magic "sinkscope-checkpoint") or a training run
+//                                 directory holding checkpoint.safetensors.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "sinkscope/model/load.hpp"
+#include "sinkscope/train/checkpoint.hpp"
+#include "sinkscope/train/init.hpp"
+#include "sinkscope/train/optimizer.hpp"
+
+namespace sinkscope::train {
+
+template <class T>
+model::LoadedModel<T> random_like(const model::LoadedModel<T>& m, std::uint64_t seed, InitOptions o = {}) {
+    model::LoadedModel<T> r;
+    r.config = m.config;
+    r.weights = init_weights<T>(m.config, seed, o);
+    r.path = m.path;
+    r.format = m.format;       // the tokenizer is read from the original file's metadata
+    r.metadata = m.metadata;
+    return r;
+}
+
+template <class T>
+void save_model(const std::string& path, const model::Config& c, model::Weights<T> w, const nlohmann::json& note = {}) {
+    AdamW<T> opt(AdamWConfig{}, w);
+    save_checkpoint(path, c, w, opt, 0, note.is_null() ? nlohmann::json::object() : note, "");
+}
+
+namespace detail {
+inline bool is_sinkscope_checkpoint(const std::string& path) {
+    namespace fs = std::filesystem;
+    if (!fs::is_regular_file(path) || fs::path(path).extension() != ".safetensors") return false;
+    io::SafetensorsFile f(path);
+    const auto& meta = f.metadata();
+    return meta.contains("magic") && meta["magic"] == "sinkscope-checkpoint";
+}
+}  // namespace detail
+
+template <class T>
+model::LoadedModel<T> load_for_analysis(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::string ck = path;
+    if (fs::is_directory(path) && !fs::exists(path + "/config.json") && fs::exists(path + "/checkpoint.safetensors"))
+        ck = path + "/checkpoint.safetensors";
+    if (detail::is_sinkscope_checkpoint(ck)) {
+        auto c = load_checkpoint<T>(ck);
+        model::LoadedModel<T> m;
+        m.config = c.config;
+        m.weights = std::move(c.weights);
+        m.path = ck;
+        m.format = "sinkscope-checkpoint";
+        m.metadata = {{"step", c.step}, {"run", c.run}};
+        return m;
+    }
+    return model::load_model<T>(path);
+}
+
+}  // namespace sinkscope::train
