@@ -3,9 +3,13 @@
 //   sinkscope info MODEL                         architecture, shapes, tensor types
 //   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos | --no-bos] --hooks NAME[,NAME…] --out DIR
 //                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json
-//   sinkscope stats MODEL (--text-file F | --text T) [--seq-len 64] [--samples 0] [--eps 0.3] [--bos] [--json F]
-//                                                per-layer massive-activation and sink summary
-// MODEL is a .gguf file or a Hugging Face directory (config.json + safetensors).
+//   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
+//                   [--bos] [--json F]           per-layer massive-activation and sink summary
+//   sinkscope random-model MODEL --out F.safetensors [--seed 1]
+//                                                a null control: MODEL's layout with random weights
+// MODEL is a .gguf file, a Hugging Face directory (config.json + safetensors) or a sinkscope checkpoint
+// (a training run's checkpoint.safetensors, or a random-model file; these carry no tokenizer: use
+// --tokens-file, one sequence of ids per line).
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -21,6 +25,7 @@
 #include <sinkscope/io/npy.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
+#include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
 
 namespace fs = std::filesystem;
@@ -98,7 +103,7 @@ std::vector<std::int32_t> input_tokens(const model::LoadedModel<float>& m, const
 
 int cmd_capture(const std::string& path, const std::string& text, const std::string& tokens, int bos_flag,
                 const std::string& hooks_arg, const std::string& out) {
-    const auto m = model::load_model<float>(path);
+    const auto m = train::load_for_analysis<float>(path);
     const auto ids = input_tokens(m, text, tokens, bos_flag);
     const auto all = model::hook_names(m.config);
     std::vector<std::string> wanted;
@@ -126,16 +131,34 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
     return 0;
 }
 
-int cmd_stats(const std::string& path, const std::string& text_file, const std::string& text, std::int64_t seq_len,
-              std::int64_t max_samples, double eps, int bos_flag, const std::string& json_out) {
+// Samples for `stats`: fixed-length pieces of a text, or the first seq_len ids of each line of a token
+// file (shorter lines are skipped).
+std::vector<std::vector<std::int32_t>> stats_samples(const model::LoadedModel<float>& m, const std::string& text_file,
+                                                     const std::string& text, const std::string& tokens_file,
+                                                     std::int64_t seq_len, std::int64_t max_samples, bool bos) {
+    if (tokens_file.empty()) {
+        const auto tok = analysis::tokenizer_for(m);
+        const std::string corpus = text_file.empty() ? text : analysis::read_text_file(text_file);
+        return analysis::token_samples(tok, corpus, seq_len, max_samples, bos);
+    }
+    std::vector<std::vector<std::int32_t>> out;
+    for (auto& s : analysis::read_token_file(tokens_file, m.config.vocab_size)) {
+        if (max_samples > 0 && std::int64_t(out.size()) == max_samples) break;
+        if (std::int64_t(s.size()) < seq_len) continue;
+        s.resize(std::size_t(seq_len));
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+int cmd_stats(const std::string& path, const std::string& text_file, const std::string& text, const std::string& tokens_file,
+              std::int64_t seq_len, std::int64_t max_samples, double eps, int bos_flag, const std::string& json_out) {
     const auto t0 = std::chrono::steady_clock::now();
-    const auto m = model::load_model<float>(path);
+    const auto m = train::load_for_analysis<float>(path);
     std::cerr << "loaded " << path << " in " << seconds_since(t0) << " s: " << m.config.describe() << "\n";
-    const auto tok = analysis::tokenizer_for(m);
-    const std::string corpus = text_file.empty() ? text : analysis::read_text_file(text_file);
     const bool bos = bos_flag > 0;  // Gu et al.'s convention: no BOS unless asked
-    const auto samples = analysis::token_samples(tok, corpus, seq_len, max_samples, bos);
-    require(!samples.empty(), "the text gives no sample of " + std::to_string(seq_len) + " tokens");
+    const auto samples = stats_samples(m, text_file, text, tokens_file, seq_len, max_samples, bos);
+    require(!samples.empty(), "the input gives no sample of " + std::to_string(seq_len) + " tokens");
     model::HookSet<float> hooks;
     model::ResidualStats<float> rs(m.config.n_layers);
     model::AttentionStats<float> as(m.config.n_layers, m.config.n_heads);
@@ -164,13 +187,23 @@ int cmd_stats(const std::string& path, const std::string& text_file, const std::
     return 0;
 }
 
+int cmd_random_model(const std::string& path, const std::string& out, std::uint64_t seed) {
+    const auto m = train::load_for_analysis<float>(path);
+    const auto r = train::random_like(m, seed);
+    train::save_model(out, r.config, r.weights, {{"null_control", "random weights (train::init_weights, seed " +
+                                                  std::to_string(seed) + ") in the layout of " + path}});
+    std::cout << "wrote " << out << ": " << r.config.describe() << ", random weights (seed " << seed << ")\n";
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"sinkscope " + std::string(version()) + ": attention sinks and massive activations in transformer LMs"};
     app.require_subcommand(1);
 
-    std::string model_path, text, tokens, hooks, out, text_file, json_out;
+    std::string model_path, text, tokens, hooks, out, text_file, json_out, tokens_file;
+    std::uint64_t seed = 1;
     bool bos = false, no_bos = false, list_hooks = false;
     std::int64_t seq_len = 64, samples = 0;
     double eps = 0.3;
@@ -191,19 +224,27 @@ int main(int argc, char** argv) {
     auto* stats = app.add_subcommand("stats", "per-layer massive-activation and attention-sink summary");
     stats->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
     auto* file_opt = stats->add_option("--text-file", text_file, "text to cut into samples");
-    stats->add_option("--text", text, "text to cut into samples")->excludes(file_opt);
+    auto* stats_text_opt = stats->add_option("--text", text, "text to cut into samples")->excludes(file_opt);
+    stats->add_option("--tokens-file", tokens_file, "token ids, one sequence per line (spaces or commas); "
+                      "each line's first --seq-len ids make a sample")->excludes(file_opt)->excludes(stats_text_opt);
     stats->add_option("--seq-len", seq_len, "tokens per sample (Gu et al.: 64)")->check(CLI::Range(2, 1 << 20));
     stats->add_option("--samples", samples, "at most this many samples (0: all the text gives)");
     stats->add_option("--eps", eps, "sink threshold ε on α₀ (Gu et al.: 0.3)")->check(CLI::Range(0.0, 1.0));
     stats->add_flag("--bos", bos, "prepend BOS to every sample (default: none, as Gu et al.)");
     stats->add_option("--json", json_out, "also write the summary as JSON here");
 
+    auto* random_model = app.add_subcommand("random-model", "null control: a model's layout with random weights, "
+                                                            "written as a sinkscope checkpoint");
+    random_model->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
+    random_model->add_option("--out", out, "output file (.safetensors)")->required();
+    random_model->add_option("--seed", seed, "seed of the random weights")->capture_default_str();
+
     CLI11_PARSE(app, argc, argv);
     try {
         if (*info) return cmd_info(model_path);
         if (*capture) {
             if (list_hooks) {
-                for (const auto& n : model::hook_names(model::load_model<float>(model_path).config)) std::cout << n << "\n";
+                for (const auto& n : model::hook_names(train::load_for_analysis<float>(model_path).config)) std::cout << n << "\n";
                 return 0;
             }
             if (text.empty() && tokens.empty()) throw Error("capture: give --text or --tokens");
@@ -212,8 +253,14 @@ int main(int argc, char** argv) {
             return cmd_capture(model_path, text, tokens, bos ? 1 : (no_bos ? -1 : 0), hooks, out);
         }
         if (*stats) {
-            if (text.empty() && text_file.empty()) throw Error("stats: give --text-file or --text");
-            return cmd_stats(model_path, text_file, text, seq_len, samples, eps, bos ? 1 : -1, json_out);
+            if (text.empty() && text_file.empty() && tokens_file.empty())
+                throw Error("stats: give --text-file, --text or --tokens-file");
+            if (bos && !tokens_file.empty()) throw Error("stats: --bos applies to text; put BOS into the token file instead");
+            return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, bos ? 1 : -1, json_out);
+        }
+        if (*random_model) {
+            if (fs::path(out).extension() != ".safetensors") throw Error("random-model: --out must end in .safetensors", {out, "", {}});
+            return cmd_random_model(model_path, out, seed);
         }
     } catch (const Error& e) {
         std::cerr << e.what() << "\n";

@@ -36,5 +36,20 @@ check "GGUF v1 error names the file" grep -q "v1.gguf" "$work/v1.log"
 check "missing file exits 2" test $? -eq 2
 "$bin" capture "$model" --list-hooks > "$work/hooks" 2>&1
 check "list-hooks lists 5 layers of hooks" test "$(grep -c hook_resid_post "$work/hooks")" -eq 5
+# Token files and null controls: stats on fixed id sequences, a random-weight copy of the layout.
+printf '1 50 60 70 80 90 100 110\n1,51,61,71,81,91,101,111\n# skipped\n1 2\n' > "$work/tokens.txt"
+"$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 8 --json "$work/stats.json" > "$work/stats.log" 2>&1
+check "stats --tokens-file exits 0" test $? -eq 0
+check "stats --tokens-file uses the 2 long lines" grep -q '"samples": 2' "$work/stats.json"
+"$bin" random-model "$model" --seed 3 --out "$work/random.safetensors" > "$work/random.log" 2>&1
+check "random-model exits 0" test $? -eq 0
+"$bin" stats "$work/random.safetensors" --tokens-file "$work/tokens.txt" --seq-len 8 --json "$work/random_stats.json" > "$work/rstats.log" 2>&1
+check "stats reads a random-model checkpoint" test $? -eq 0
+check "random weights give other statistics" test "$(grep -m1 '"sink_rate"' "$work/stats.json")" != "$(grep -m1 '"sink_rate"' "$work/random_stats.json")" -o \
+      "$(grep -m1 '"median_abs"' "$work/stats.json")" != "$(grep -m1 '"median_abs"' "$work/random_stats.json")"
+printf '1 2 x\n' > "$work/bad_tokens.txt"
+"$bin" stats "$model" --tokens-file "$work/bad_tokens.txt" --seq-len 2 > "$work/badtok.log" 2>&1
+check "bad token file exits 2" test $? -eq 2
+check "bad token file error names the line" grep -q "line 1" "$work/badtok.log"
 echo "cli: $passes passed, $fails failed"
 test $fails -eq 0
