@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Builds report/index.html from the experiments' outputs (out/<experiment>/meta.json + data files).
 
-For every claim: the paper's value, ours, the theory's prediction where there is one, a figure and a
-verdict — reproduced / not reproduced / not shown at this scale / not run — decided by the rule printed
-beside it (RULES below), applied by code. Nothing here is judged by hand.
+Every verdict is decided in C++ by the experiment that measured it (include/sinkscope/analysis/verdict.hpp)
+and written to meta.json under "verdict": the claim, the outcome, the rule, the statistic with its 95%
+interval, n, the threshold and the null control the rule must fail on. This script decides nothing: it
+prints those objects and draws the figures from the data files. A missing output is "not run".
 
-Usage: python scripts/make_report.py [--out out] [--report report]
+Usage: python scripts/make_report.py [--out out] [--report report] [--null-out out/null] [--update-readme README.md]
+  --null-out DIR       outputs of the same experiments run as null controls (--random-init: random weights in the
+                       same layout); their outcomes are listed in a table of their own.
+  --update-readme F    replace the claim table between F's "<!-- claims:begin -->" and "<!-- claims:end -->".
 Needs numpy and matplotlib (scripts/pyenv.sh --plots-only prints a python that has them).
 """
 import argparse
@@ -13,7 +17,6 @@ import html
 import json
 import math
 import os
-import re
 import sys
 
 import matplotlib
@@ -22,7 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-REPRODUCED, NOT_REPRODUCED, NOT_SHOWN, NOT_RUN = "reproduced", "not reproduced", "not shown at this scale", "not run"
+NOT_RUN = "not run"
 
 
 def load(out, name):
@@ -33,6 +36,13 @@ def load(out, name):
         meta = json.load(f)
     meta["_dir"] = os.path.join(out, name)
     return meta
+
+
+def verdicts(meta):
+    v = meta.get("verdict") if meta else None
+    if v is None:
+        return []
+    return v if isinstance(v, list) else [v]
 
 
 def npy(meta, file):
@@ -53,25 +63,14 @@ def pct(x):
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
-def num(x, fmt="{:.3g}"):
+def num(x):
     if x is None:
         return "n/a"
-    if isinstance(x, float) and math.isinf(x):
-        return "inf"
-    return fmt.format(x)
-
-
-class Report:
-    def __init__(self, out, report):
-        self.out, self.report, self.rows = out, report, []
-        os.makedirs(os.path.join(report, "figures"), exist_ok=True)
-
-    def figure(self, name):
-        return os.path.join(self.report, "figures", name + ".png"), "figures/" + name + ".png"
-
-    def add(self, claim, title, paper, ours, theory, rule, verdict, figures, meta=None, why=""):
-        self.rows.append(dict(claim=claim, title=title, paper=paper, ours=ours, theory=theory, rule=rule,
-                              verdict=verdict, figures=figures, meta=meta, why=why))
+    if isinstance(x, float) and (math.isinf(x) or abs(x) >= 1e300):
+        return "inf" if x > 0 else "-inf"
+    if isinstance(x, int):
+        return str(x)
+    return f"{x:.3g}"
 
 
 def save(fig, path):
@@ -80,298 +79,198 @@ def save(fig, path):
     plt.close(fig)
 
 
-# ---------------------------------------------------------------------------------------------------
-# Paper A
+class Figures:
+    def __init__(self, report):
+        self.report = report
+        os.makedirs(os.path.join(report, "figures"), exist_ok=True)
 
-def a1(r):
-    rule = ("Reproduced if Sink^0.3_0[2:] without BOS ≥ 0.8 × its value with BOS, with a sink present "
-            "(with-BOS Sink^0.3_0[2:] ≥ 0.3); not shown at this scale if there is no sink with BOS; otherwise not reproduced.")
-    paper = "LLaMA-3.1-8B: Sink^ε_0[2:] without BOS recovers to near its with-BOS level (only layers 0–1 change); Mistral collapses 87% → 2%."
-    m = load(r.out, "a1_bos_ablation")
-    if m is None:
-        return r.add("A1", "The sink is not BOS semantics", paper, "", "", rule, NOT_RUN, [], why="no output")
-    res = m["results"]
-    w, wo = res["with_bos"]["eps_0.3"]["from_layer"], res["without_bos"]["eps_0.3"]["from_layer"]
-    w8, wo8 = res["with_bos"]["eps_0.8"]["from_layer"], res["without_bos"]["eps_0.8"]["from_layer"]
-    f0w, f0wo = res["with_bos"]["eps_0.3"]["first_layers"], res["without_bos"]["eps_0.3"]["first_layers"]
-    if w < 0.3:
-        v = NOT_SHOWN
-    else:
-        v = REPRODUCED if wo >= 0.8 * w else NOT_REPRODUCED
-    rates = npy(m, "sink_rates.npy")
+    def figure(self, name):
+        return os.path.join(self.report, "figures", name + ".png"), "figures/" + name + ".png"
+
+
+# ---------------------------------------------------------------------------------------------------
+# What each paper says (static), per claim id.
+
+PAPER = {
+    "A1": ("The sink is not BOS semantics",
+           "LLaMA-3.1-8B: Sink^ε_0[2:] without BOS recovers to near its with-BOS level (only layers 0–1 change); Mistral collapses "
+           "87% → 2% (sliding-window layers show no P0 sink)."),
+    "A2": ("The P0 sink circuit",
+           "Position 0 attends only to itself; the next MLP(s) give it a huge norm with a fixed direction (cross-input cosine ≈ 1, "
+           "separate in PCA); single-head ablations do not remove it (heads cooperate)."),
+    "A3": ("The cone model", "E‖o‖² = α² + (1 − α²) E[Σp²]; position 0 (Σp² = 1) has the largest expected attention-output norm."),
+    "A4": ("Training trace",
+           "30B-A3B MoE from scratch: the circuit appears early in middle layers, spreads over the first positions (position 1 for "
+           "a while) and finally concentrates in layers 0–1."),
+    "B1": ("Spike life cycle and step-up/step-down table",
+           "Step-up / step-down sub-blocks: Llama-2-7B 4 / 62 (of 64), Llama-3-8B 4 / 64, Qwen2.5-7B 8,10 / 54,55 (of 56), "
+           "Qwen3-8B 14 / 70,72 (of 72); blocks in between add 2–3 orders of magnitude less; few channels, fixed ratios."),
+    "B2": ("The step-up FFN as a quadratic amplifier",
+           "F(h̃)_k ≈ h̃ᵀU_kh̃ ≈ λ⋆(s⋆ᵀh̃)²; spike channels = exceptionally large ‖U_k‖_F, only in step-up/step-down blocks; s⋆ shared."),
+    "B3a": ("Almost every token spikes at position 0",
+            "Share of the vocabulary that spikes at position 0: Llama-2-7B 99.65%, Llama-3-8B 99.77%, Qwen2.5-7B 98.40%, Qwen3-8B 99.93%."),
+    "B3b": ("Delimiters spike elsewhere", "Away from position 0, spikes sit on delimiters such as \".\" and \"\\n\"."),
+    "B4": ("RMSNorm makes spike tokens sparse and near-constant",
+           "RMSNorm(spike) is bounded (|h̃_i| ≤ √d), sparse (on the spike channels) and near-constant (cosine → 1 after the step-up block)."),
+    "B5": ("From sparse to sink",
+           "Sink keys lie in a 1–2-dimensional subspace; a head is a sink head when its queries lie closer to it than to ordinary keys."),
+    "B6": ("Spikes and sinks are separable (ablation table)", "Table: PPL / sink ratio / spike for 13 variants of a Llama-style 7B."),
+    "C1": ("Causal chain: spike → sink", "Both papers: the spike, normalised by RMSNorm, becomes the sink key that sink heads attend to."),
+    "P1": ("Massive activations: zero vs mean ablation", "LLaMA2-7B: zero → perplexity inf; mean → 5.47 (unchanged)."),
+    "P2": ("StreamingLLM: sink tokens restore window attention", "Llama-2-13B: 0+1024 → perplexity 5158; 4+1020 → 5.40."),
+}
+
+
+def paper_of(claim):
+    base = claim.split("-")[0].split(" ")[0]
+    for key in (claim, base, base[:2]):
+        if key in PAPER:
+            return PAPER[key]
+    return (claim, "")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Figures, one function per experiment: (r, meta) -> list of figure paths. Best effort: a figure that
+# cannot be drawn is reported, never a reason to drop a verdict.
+
+def fig_a1(r, m):
     figs = []
-    if rates is not None:
+    rates = npy(m, "sink_rates.npy")
+    if rates is not None and rates.ndim == 3:
         path, rel = r.figure("a1_sink_rates")
         fig, ax = plt.subplots(figsize=(7, 3.5))
         for b, lab in ((0, "without BOS"), (1, "with BOS")):
-            for e, (eps, ls) in enumerate(((0.3, "-"), (0.8, "--"))):
-                ax.plot(100 * rates[b, e], ls, marker="o" if b else "x", ms=3, label=f"{lab}, ε={eps}")
-        ax.set_xlabel("layer")
-        ax.set_ylabel("Sink^ε_0 of the layer (%)")
-        ax.legend(fontsize=7)
-        ax.set_title(f"A1: sink rate per layer, {res['samples']} samples, T={m['config']['seq_len']}")
-        save(fig, path)
-        figs.append(rel)
-    ours = (f"SmolLM2-135M, {res['samples']} samples: Sink^0.3_0[{res['from_layer']}:] with BOS {pct(w)}, without {pct(wo)}; "
-            f"ε=0.8: {pct(w8)} / {pct(wo8)}; layers 0–{res['from_layer'] - 1}: {pct(f0w)} / {pct(f0wo)}. "
-            f"BOS token: {html.escape(str(res['bos_token']['text']))} (id {res['bos_token']['id']}).")
-    r.add("A1", "The sink is not BOS semantics", paper, ours, "—", rule, v, figs, m)
+            for e in range(rates.shape[1]):
+                ax.plot(100 * rates[b, e], "-" if e == 0 else "--", marker="o" if b else "x", ms=3, label=f"{lab}, ε #{e}")
+        ax.set_xlabel("layer"); ax.set_ylabel("Sink^ε_0 of the layer (%)"); ax.legend(fontsize=7)
+        ax.set_title("A1: sink rate per layer with and without BOS")
+        save(fig, path); figs.append(rel)
+    return figs
 
 
-def a2(r):
-    rule = ("Reproduced if, after the step-up block (layer S+1): (i) ‖x₀‖ / mean ‖x_t≥1‖ ≥ 10; (ii) the cross-input cosine of "
-            "position-0 states ≥ 0.95 and ≥ 0.2 above that of other positions; (iii) knocking out one whole block (MLP or attention) of "
-            "layers ≤ S leaves ≤ 10% of the position-0 norm; (iv) no single-head knockout leaves < 50%. Otherwise not reproduced.")
-    paper = ("Position 0 attends only to itself; the next MLP(s) give it a huge norm with a fixed direction (cross-input cosine ≈ 1, "
-             "separate in PCA); single-head ablations do not remove it (heads cooperate).")
-    m = load(r.out, "a2_p0_circuit")
-    if m is None:
-        return r.add("A2", "The P0 sink circuit", paper, "", "", rule, NOT_RUN, [], why="no output")
+def fig_a2(r, m):
     res = m["results"]
-    M, S = res["measure_layer"], res["step_up_layer"]
-    lay = res["layers"][M]
-    ratio = lay["norm_pos0"] / max(lay["norm_rest"], 1e-30)
-    ab = res["ablations"]
-    blocks = [a for a in ab if a["kind"] in ("mlp", "attn")]
-    heads = [a for a in ab if a["kind"] == "head"]
-    best_block = min(blocks, key=lambda a: a["norm_ratio"]) if blocks else None
-    min_head = min((a["norm_ratio"] for a in heads), default=1.0)
-    ok = (ratio >= 10 and lay["cos_pos0"] >= 0.95 and lay["cos_pos0"] - lay["cos_rest"] >= 0.2
-          and best_block is not None and best_block["norm_ratio"] <= 0.1 and min_head >= 0.5)
-    v = REPRODUCED if ok else NOT_REPRODUCED
     figs = []
-    L = len(res["layers"])
-    path, rel = r.figure("a2_norms")
-    fig, axs = plt.subplots(1, 2, figsize=(10, 3.5))
-    axs[0].semilogy([l["norm_pos0"] for l in res["layers"]], "o-", ms=3, label="position 0")
-    axs[0].semilogy([l["norm_rest"] for l in res["layers"]], "x-", ms=3, label="positions ≥ 1")
-    axs[0].set_xlabel("layer (resid_post)"); axs[0].set_ylabel("mean ℓ2 norm"); axs[0].legend(fontsize=7)
-    axs[1].plot([l["cos_pos0"] for l in res["layers"]], "o-", ms=3, label="residual, position 0")
-    axs[1].plot([l["cos_rest"] for l in res["layers"]], "x-", ms=3, label="residual, positions ≥ 1")
-    axs[1].plot([l["attn_cos_pos0"] for l in res["layers"]], "o--", ms=3, label="attn out, position 0")
-    axs[1].plot([l["attn_cos_rest"] for l in res["layers"]], "x--", ms=3, label="attn out, positions ≥ 1")
-    axs[1].set_xlabel("layer"); axs[1].set_ylabel("mean cross-input cosine"); axs[1].legend(fontsize=7)
-    save(fig, path); figs.append(rel)
+    if "layers" in res:
+        path, rel = r.figure("a2_norms")
+        fig, axs = plt.subplots(1, 2, figsize=(10, 3.5))
+        axs[0].semilogy([l["norm_pos0"] for l in res["layers"]], "o-", ms=3, label="position 0")
+        axs[0].semilogy([l["norm_rest"] for l in res["layers"]], "x-", ms=3, label="positions ≥ 1")
+        axs[0].set_xlabel("layer (resid_post)"); axs[0].set_ylabel("mean ℓ2 norm"); axs[0].legend(fontsize=7)
+        axs[1].plot([l["cos_pos0"] for l in res["layers"]], "o-", ms=3, label="residual, position 0")
+        axs[1].plot([l["cos_rest"] for l in res["layers"]], "x-", ms=3, label="residual, positions ≥ 1")
+        axs[1].set_xlabel("layer"); axs[1].set_ylabel("mean cross-input cosine"); axs[1].legend(fontsize=7)
+        save(fig, path); figs.append(rel)
     pca = npy(m, "pca.npy")
-    if pca is not None:
+    if pca is not None and pca.ndim == 2 and pca.shape[1] >= 3:
         path, rel = r.figure("a2_pca")
         fig, ax = plt.subplots(figsize=(4.5, 3.5))
         rest, p0 = pca[pca[:, 2] == 0], pca[pca[:, 2] == 1]
         ax.scatter(rest[:, 0], rest[:, 1], s=4, alpha=0.5, label="positions ≥ 1")
         ax.scatter(p0[:, 0], p0[:, 1], s=20, c="red", label="position 0")
-        ax.set_title(f"A2: PCA of resid_post, layer {res['pca']['layer']}"); ax.legend(fontsize=7)
+        ax.set_title("A2: PCA of resid_post after the step-up block"); ax.legend(fontsize=7)
         save(fig, path); figs.append(rel)
-    path, rel = r.figure("a2_knockouts")
-    fig, ax = plt.subplots(figsize=(10, 3.2))
-    labels = [("MLP" if a["kind"] == "mlp" else "attn" if a["kind"] == "attn" else "h") + f"{a['layer']}" +
-              (f".{a['head']}" if a["kind"] == "head" else "") for a in ab[1:]]
-    colors = ["tab:blue" if a["kind"] == "mlp" else "tab:orange" if a["kind"] == "attn" else "tab:gray" for a in ab[1:]]
-    ax.bar(range(len(labels)), [a["norm_ratio"] for a in ab[1:]], color=colors)
-    ax.set_xticks(range(len(labels))); ax.set_xticklabels(labels, rotation=90, fontsize=6)
-    ax.axhline(0.1, color="k", lw=0.5, ls="--"); ax.axhline(0.5, color="k", lw=0.5, ls=":")
-    ax.set_ylabel(f"P0 norm after block {M} / clean"); ax.set_title("A2: knockouts (blue MLP, orange attention, gray single heads)")
-    save(fig, path); figs.append(rel)
-    ours = (f"SmolLM2-135M: step-up layer S = {S}; at layer {M} ‖x₀‖ = {lay['norm_pos0']:.0f} vs {lay['norm_rest']:.0f} "
-            f"(×{ratio:.0f}); cross-input cosine {lay['cos_pos0']:.4f} vs {lay['cos_rest']:.3f}; strongest block knockout: "
-            f"{best_block['kind']} {best_block['layer']} → {pct(best_block['norm_ratio'])} of the norm "
-            f"(sink rate after S: {pct(best_block['sink_rate_after'])} vs clean {pct(ab[0]['sink_rate_after'])}); "
-            f"weakest single head leaves {pct(min_head)}.")
-    after = [l for l in res["layers"] if l["layer"] > S and l.get("theory_samples", 0) > 0]
-    theory = "—"
-    if after:
-        med = lambda k: np.median([l[k] for l in after])  # noqa: E731
-        dm = re.search(r" d=(\d+)", m.get("model_config", ""))
-        d = int(dm.group(1)) if dm else 0
-        theory = (f"Norm(x+δ) − Norm(x) ≈ √d δ⊥/‖x‖ (theory P2), median over layers > S at position 0: predicted change "
-                  f"{med('dir_change_pred_pos0'):.3g}, actual {med('dir_change_pos0'):.3g} (remainder {med('remainder_pos0'):.1e} ≤ "
-                  f"bound {med('bound_pos0'):.1e}); positions ≥ 1 move {med('dir_change_rest'):.2f} per layer (‖Norm(x)‖ = √d = "
-                  f"{math.sqrt(d):.0f})")
-    r.add("A2", "The P0 sink circuit", paper, ours, theory, rule, v, figs, m)
+    ab = res.get("ablations", [])
+    if len(ab) > 1:
+        path, rel = r.figure("a2_knockouts")
+        fig, ax = plt.subplots(figsize=(10, 3.2))
+        labels = [f"{a.get('kind', '?')}{a.get('layer', '')}" + (f".{a['head']}" if a.get("kind") == "head" else "") for a in ab[1:]]
+        colors = ["tab:blue" if a.get("kind") == "mlp" else "tab:orange" if a.get("kind") == "attn" else "tab:gray" for a in ab[1:]]
+        ax.bar(range(len(labels)), [a.get("norm_ratio", float("nan")) for a in ab[1:]], color=colors)
+        ax.set_xticks(range(len(labels))); ax.set_xticklabels(labels, rotation=90, fontsize=6)
+        ax.set_ylabel("P0 norm after knockout / clean"); ax.set_title("A2: knockouts (blue MLP, orange attention, gray heads)")
+        save(fig, path); figs.append(rel)
+    return figs
 
 
-def a3(r):
-    rule = ("Reproduced if, in the layers without a sink (layer Sink^0.3_0 < 0.3, where the cone model's assumption that p is "
-            "independent of the values can hold), at least 75% have a measured position-0 ratio > 1 and a correlation of log predicted "
-            "with log measured ‖o_t‖² over positions > 0.5. Not reproduced otherwise. Sink layers are shown but not scored.")
-    paper = "E‖o‖² = α² + (1 − α²) E[Σp²]; position 0 (Σp² = 1) has the largest expected attention-output norm."
-    m = load(r.out, "a3_cone_model")
-    if m is None:
-        return r.add("A3", "The cone model", paper, "", "", rule, NOT_RUN, [], why="no output")
-    lay = m["results"]["layers"]
-    free = [l for l in lay if l["sink_rate"] < 0.3]
-    good = [l for l in free if l["meas_ratio0"] > 1 and l["log_corr"] > 0.5]
-    v = (REPRODUCED if free and len(good) >= 0.75 * len(free) else NOT_REPRODUCED)
-    figs = []
+def fig_a3(r, m):
+    lay = m["results"].get("layers", [])
+    if not lay:
+        return []
     path, rel = r.figure("a3_ratios")
     fig, axs = plt.subplots(1, 2, figsize=(10, 3.5))
     x = [l["layer"] for l in lay]
-    axs[0].semilogy(x, [l["pred_ratio0"] for l in lay], "o-", ms=3, label="predicted (cone)")
-    axs[0].semilogy(x, [l["meas_ratio0"] for l in lay], "x-", ms=3, label="measured")
+    for key, lab in (("pred_ratio0", "predicted (unit-norm cone)"), ("pred_ratio0_drain", "predicted (cone with value norms)"),
+                     ("meas_ratio0", "measured")):
+        if key in lay[0]:
+            axs[0].semilogy(x, [l[key] for l in lay], "o-" if key != "meas_ratio0" else "kx-", ms=3, label=lab)
     for l in lay:
-        if l["sink_rate"] >= 0.3:
+        if l.get("sink_rate", 0) >= 0.3:
             axs[0].axvspan(l["layer"] - 0.5, l["layer"] + 0.5, color="gray", alpha=0.15, lw=0)
     axs[0].axhline(1, color="k", lw=0.5)
     axs[0].set_xlabel("layer (gray: sink layers)"); axs[0].set_ylabel("‖o₀‖² / mean ‖o_t≥1‖²"); axs[0].legend(fontsize=7)
     pred, meas = npy(m, "predicted.npy"), npy(m, "measured.npy")
-    if pred is not None:
-        for l in [l["layer"] for l in free][:4]:
+    if pred is not None and meas is not None:
+        for l in range(0, pred.shape[0], max(1, pred.shape[0] // 4)):
             axs[1].loglog(pred[l], meas[l], ".", ms=4, label=f"layer {l}")
+        lim = [np.nanmin(meas[meas > 0]), np.nanmax(meas)]
+        axs[1].plot(lim, lim, "k", lw=0.5)
         axs[1].set_xlabel("predicted E‖o_t‖²"); axs[1].set_ylabel("measured ‖o_t‖²"); axs[1].legend(fontsize=7)
-        axs[1].set_title("by position, sink-free layers")
-    save(fig, path); figs.append(rel)
-    ours = (f"SmolLM2-135M: {len(free)} sink-free layers, {len(good)} with measured ratio > 1 and log-corr > 0.5 "
-            f"(sink-free layers: {', '.join(str(l['layer']) for l in free)}); in sink layers position 0's output is small "
-            f"(median measured ratio {np.median([l['meas_ratio0'] for l in lay if l['sink_rate'] >= 0.3] or [float('nan')]):.2f}).")
-    theory = (f"cone fit per head (theory::fit_cone): mean α {np.mean([l['alpha'] for l in lay]):.2f}; predicted ratio "
-              f"{np.median([l['pred_ratio0'] for l in free] or [float('nan')]):.2f} (median over sink-free layers) vs measured "
-              f"{np.median([l['meas_ratio0'] for l in free] or [float('nan')]):.2f}")
-    r.add("A3", "The cone model", paper, ours, theory, rule, v, figs, m)
+    save(fig, path)
+    return [rel]
 
 
-def a4(r):
-    rule = ("Reproduced if at the last checkpoint a position-0 sink exists (largest mean α_k at k = 0, α > 0.3) and the largest "
-            "position-norm ratio sits at position 0 in layer ≤ 1, and at an earlier checkpoint that had a sink (α > 0.3) it sat "
-            "elsewhere (another layer or position): the migration. Not shown at this scale if no sink forms or no migration is seen; "
-            "not reproduced if the final sink is not at position 0.")
-    paper = ("30B-A3B MoE from scratch: the circuit appears early in middle layers, spreads over the first positions (position 1 for "
-             "a while) and finally concentrates in layers 0–1.")
-    m = load(r.out, "a4_training_trace")
-    if m is None:
-        return r.add("A4", "Training trace", paper, "", "", rule, NOT_RUN, [], why="no output (training module or run missing)")
-    cps = m["results"]["checkpoints"]
-    last = cps[-1]
-    if last["sink_alpha"] <= 0.3:
-        v = NOT_SHOWN
-    elif last["sink_position"] != 0:
-        v = NOT_REPRODUCED
-    else:
-        moved = any(c["sink_alpha"] > 0.3 and (c["sink_position"] != 0 or c["sink_layer"] != last["sink_layer"] or
-                                              c["norm_layer"] != last["norm_layer"]) for c in cps[:-1])
-        v = REPRODUCED if moved and last["norm_position"] == 0 and last["norm_layer"] <= 1 else NOT_SHOWN
-    figs = []
+def fig_a4(r, m):
+    cps = m["results"].get("checkpoints", [])
     alpha = npy(m, "alpha.npy")
-    if alpha is not None:
-        path, rel = r.figure("a4_trace")
-        fig, axs = plt.subplots(1, 2, figsize=(10, 3.5))
-        steps = [c["step"] for c in cps]
-        for l in range(alpha.shape[1]):
-            axs[0].plot(steps, alpha[:, l, 0], "o-", ms=3, label=f"layer {l}, position 0")
-            if alpha.shape[2] > 1:
-                axs[0].plot(steps, alpha[:, l, 1], "x--", ms=3, label=f"layer {l}, position 1")
-        axs[0].set_xlabel("step"); axs[0].set_ylabel("mean α_k over heads"); axs[0].legend(fontsize=6)
-        ratio = npy(m, "norm_ratio.npy")
+    if alpha is None or not cps or alpha.ndim != 3:
+        return []
+    path, rel = r.figure("a4_trace")
+    fig, axs = plt.subplots(1, 2, figsize=(10, 3.5))
+    steps = [c["step"] for c in cps][: alpha.shape[0]]
+    for l in range(alpha.shape[1]):
+        axs[0].plot(steps, alpha[: len(steps), l, 0], "o-", ms=3, label=f"layer {l}, position 0")
+    axs[0].set_xlabel("step"); axs[0].set_ylabel("mean α_k over heads"); axs[0].legend(fontsize=6)
+    ratio = npy(m, "norm_ratio.npy")
+    if ratio is not None and ratio.ndim == 3:
         for l in range(ratio.shape[1]):
-            axs[1].plot(steps, ratio[:, l, 0], "o-", ms=3, label=f"layer {l}, position 0")
+            axs[1].plot(steps, ratio[: len(steps), l, 0], "o-", ms=3, label=f"layer {l}, position 0")
         axs[1].set_xlabel("step"); axs[1].set_ylabel("‖x_0‖ / mean ‖x_t‖ (resid_post)"); axs[1].legend(fontsize=6)
-        save(fig, path); figs.append(rel)
-    tc = m["config"]["train"]["model"]
-    ours = (f"{tc['n_layers']}-layer d={tc['d_model']} model on Bigram-Backcopy, {len(cps) - 1} checkpoints: final sink at layer "
-            f"{last['sink_layer']}, position {last['sink_position']} (α {last['sink_alpha']:.2f}); largest norm ratio at layer "
-            f"{last['norm_layer']}, position {last['norm_position']} (×{last['norm_ratio']:.1f}); val loss {last['val_loss']:.3f}. "
-            "Locations per checkpoint: " + ", ".join(f"{c['step']}:L{c['sink_layer']}P{c['sink_position']}" for c in cps))
-    r.add("A4", "Training trace", paper, ours, "—", rule, v, figs, m)
+    save(fig, path)
+    return [rel]
 
 
-# ---------------------------------------------------------------------------------------------------
-# Paper B
-
-def b1(r):
-    rule = ("Reproduced if massive activations (Sun et al.) exist; 1–2 step-up sub-blocks, in the first half; ≥ 1 step-down "
-            "sub-block in the last quarter; in-between ratio ≤ 0.05 (paper: 10⁻²–10⁻³); ≤ 4 spike channels whose ratios to the top "
-            "channel vary by ≤ 5% (std / |mean|) across spike tokens. Otherwise not reproduced. Step rule (τ = 0.2 of the peak): "
-            "analysis/spikes.hpp.")
-    paper = ("Step-up / step-down sub-blocks: Llama-2-7B 4 / 62 (of 64), Llama-3-8B 4 / 64, Qwen2.5-7B 8,10 / 54,55 (of 56), "
-             "Qwen3-8B 14 / 70,72 (of 72); blocks in between add 2–3 orders of magnitude less; few channels, fixed ratios.")
-    m = load(r.out, "b1_spike_lifecycle")
-    if m is None:
-        return r.add("B1", "Spike life cycle", paper, "", "", rule, NOT_RUN, [], why="no output")
-    res = m["results"]
-    tr = res["trace"]
-    n = res["massive_sub_blocks"]["of"]
-    up, down = tr["step_up"], tr["step_down"]
-    chans = res["spike_channels"]
-    ratios_ok = all(c["std_ratio"] <= 0.05 * max(abs(c["mean_ratio"]), 1e-12) for c in chans)
-    ok = (tr["found_massive"] and 1 <= len(up) <= 2 and all(i <= n / 2 for i in up) and any(i > 0.75 * n for i in down)
-          and tr["in_between_ratio"] <= 0.05 and 1 <= len(chans) <= 4 and ratios_ok)
-    v = REPRODUCED if ok else NOT_REPRODUCED
+def fig_b1(r, m):
     rows = csv_rows(m, "sub_blocks.csv")
-    figs = []
-    if rows:
-        path, rel = r.figure("b1_lifecycle")
-        fig, axs = plt.subplots(1, 2, figsize=(11, 3.6))
-        idx = [int(x["index"]) for x in rows]
-        for key, lab in (("top1", "top-1 |x|"), ("top2", "top-2"), ("top3", "top-3"), ("median", "median |x|")):
+    if not rows:
+        return []
+    tr = m["results"].get("trace", {})
+    path, rel = r.figure("b1_lifecycle")
+    fig, axs = plt.subplots(1, 2, figsize=(11, 3.6))
+    idx = [int(x["index"]) for x in rows]
+    for key, lab in (("top1", "top-1 |x|"), ("top2", "top-2"), ("top3", "top-3"), ("median", "median |x|")):
+        if key in rows[0]:
             axs[0].semilogy(idx, [float(x[key]) for x in rows], "o-" if key == "top1" else ".-", ms=3, label=lab)
-        for i in up:
-            axs[0].axvline(i, color="green", lw=0.8)
-        for i in down:
-            axs[0].axvline(i, color="red", lw=0.8)
-        axs[0].set_xlabel("sub-block i (H_i; odd attention, even FFN; green step-up, red step-down)")
-        axs[0].legend(fontsize=7)
-        traj = npy(m, "trajectory.npy")
-        if traj is not None:
-            axs[1].plot(traj.T, color="gray", alpha=0.3, lw=0.7)
-            axs[1].plot(traj.mean(0), color="k", lw=1.5)
-            axs[1].set_xlabel("sub-block i"); axs[1].set_ylabel(f"H_i[0, {tr['channel']}]")
-            axs[1].set_title("spike coordinate, every sample")
-        save(fig, path); figs.append(rel)
-    st = res["spike_tokens"]
-    table = ("<table class='inner'><tr><th>model</th><th>sub-blocks</th><th>step-up</th><th>step-down</th></tr>"
-             "<tr><td>Llama-2-7B (paper)</td><td>64</td><td>4</td><td>62</td></tr>"
-             "<tr><td>Llama-3-8B (paper)</td><td>64</td><td>4</td><td>64</td></tr>"
-             "<tr><td>Qwen2.5-7B (paper)</td><td>56</td><td>8, 10</td><td>54, 55</td></tr>"
-             "<tr><td>Qwen3-8B (paper)</td><td>72</td><td>14</td><td>70, 72</td></tr>"
-             f"<tr><td><b>SmolLM2-135M (ours)</b></td><td>{n}</td><td>{', '.join(map(str, up))}</td>"
-             f"<td>{', '.join(map(str, down))}</td></tr></table>")
-    others = ", ".join(f"{html.escape(t['token'])!s}×{t['count']}" for t in st["other_positions_top"]) or "none"
-    ours = (table + f"Spike channel {tr['channel']} (peak {tr['peak']:.0f} at sub-block {tr['peak_sub_block']}); massive from "
-            f"sub-block {res['massive_sub_blocks']['first']} to {res['massive_sub_blocks']['last']}; in-between ratio "
-            f"{tr['in_between_ratio']:.2g}; spike channels " +
-            ", ".join(f"{c['channel']} (ratio {c['mean_ratio']:.3f} ± {c['std_ratio']:.1g})" for c in chans) +
-            f"; spike tokens at the plateau: {st['total']} in {st['samples']} samples, {st['at_position_0']} at position 0; "
-            f"others: {others}.")
-    r.add("B1", "Spike life cycle and step-up/step-down table", paper, ours, "—", rule, v, figs, m)
-    return m
+    for i in tr.get("step_up", []):
+        axs[0].axvline(i, color="green", lw=0.8)
+    for i in tr.get("step_down", []):
+        axs[0].axvline(i, color="red", lw=0.8)
+    axs[0].set_xlabel("sub-block i (odd attention, even FFN; green step-up, red step-down)"); axs[0].legend(fontsize=7)
+    traj = npy(m, "trajectory.npy")
+    if traj is not None:
+        axs[1].plot(traj.T, color="gray", alpha=0.3, lw=0.7)
+        axs[1].plot(traj.mean(0), color="k", lw=1.5)
+        axs[1].set_xlabel("sub-block i"); axs[1].set_ylabel(f"H_i[0, {tr.get('channel', '?')}]")
+        axs[1].set_title("spike coordinate, every sample")
+    save(fig, path)
+    return [rel]
 
 
-def b2(r):
-    rule = ("Reproduced if the spike channel c* is among the step-up layer's channels with ‖U_k‖_F > 10 × the layer median; every "
-            "layer with such channels is a step-up or step-down layer (B1's rule); S_{c*} has a dominant eigenvalue (|λ⋆/λ₂| ≥ 2); "
-            "s⋆ of the spike channels align (min |cos| ≥ 0.9, when ≥ 2 channels); on spike tokens the median relative error of "
-            "the quadratic form ≤ 10% and of the rank-one λ⋆(s⋆ᵀh̃)² ≤ 25%. Otherwise not reproduced.")
-    paper = "F(h̃)_k ≈ h̃ᵀU_kh̃ ≈ λ⋆(s⋆ᵀh̃)²; spike channels = exceptionally large ‖U_k‖_F, only in step-up/step-down blocks; s⋆ shared."
-    m = load(r.out, "b2_quadratic_ffn")
-    if m is None:
-        return r.add("B2", "Quadratic amplifier", paper, "", "", rule, NOT_RUN, [], why="no output")
-    res = m["results"]
-    fro = res["frobenius"]
-    tr = res["trace"]
-    L = len(fro["per_layer"])
-    step_layers = sorted({(i - 1) // 2 for i in tr["step_up"] + tr["step_down"] if i % 2 == 0})
-    only_steps = all(l in step_layers for l in fro["layers_with_spike_channels"])
-    sp = res["spectra"][0]
-    pr = res["prediction"]
-    align_ok = len(res["alignment_channels"]) < 2 or res["alignment_min"] >= 0.9
-    ok = (fro["spike_channel_detected"] and only_steps and sp["dominance"] >= 2 and align_ok and pr["spike_tokens"] > 0
-          and pr["median_rel_err_quadratic_spike"] <= 0.1 and pr["median_rel_err_rank_one_spike"] <= 0.25)
-    v = REPRODUCED if ok else NOT_REPRODUCED
-    figs = []
-    F = npy(m, "frobenius.npy")
-    P = npy(m, "predictions.npy")
+def fig_b2(r, m):
+    F, P = npy(m, "frobenius.npy"), npy(m, "predictions.npy")
     path, rel = r.figure("b2_quadratic")
     fig, axs = plt.subplots(1, 3, figsize=(13, 3.5))
     if F is not None:
-        med = np.median(F, axis=1)
-        axs[0].semilogy(F.max(1) / med, "o-", ms=3)
+        axs[0].semilogy(F.max(1) / np.median(F, axis=1), "o-", ms=3)
         axs[0].axhline(10, color="k", lw=0.5, ls="--")
-        for l in step_layers:
-            axs[0].axvline(l, color="green", lw=0.6)
-        axs[0].set_xlabel("layer (green: step FFNs)"); axs[0].set_ylabel("max_k ‖U_k‖_F / median")
+        axs[0].set_xlabel("layer"); axs[0].set_ylabel("max_k ‖U_k‖_F / median")
     rows = csv_rows(m, "spectra.csv")
     for ch in sorted({int(x["channel"]) for x in rows}):
         ev = [float(x["eigenvalue"]) for x in rows if int(x["channel"]) == ch]
         axs[1].plot(np.abs(ev), "o-", ms=4, label=f"channel {ch}")
-    axs[1].set_yscale("log"); axs[1].set_xlabel("rank"); axs[1].set_ylabel("|eigenvalue| of S_k"); axs[1].legend(fontsize=7)
+    axs[1].set_yscale("log"); axs[1].set_xlabel("rank"); axs[1].set_ylabel("|eigenvalue| of S_k")
+    if rows:
+        axs[1].legend(fontsize=7)
     if P is not None and len(P):
         s = P[:, 0] == 1
         axs[2].scatter(P[~s, 1], P[~s, 2], s=3, alpha=0.4, label="other tokens: quadratic")
@@ -379,300 +278,308 @@ def b2(r):
         axs[2].scatter(P[s, 1], P[s, 3], s=20, marker="x", c="k", label="spike tokens: rank-one")
         lim = [min(P[:, 1].min(), P[:, 2].min()), max(P[:, 1].max(), P[:, 2].max())]
         axs[2].plot(lim, lim, "k", lw=0.5)
-        axs[2].set_xlabel(f"true F_{pr['channel']}(h̃)"); axs[2].set_ylabel("prediction"); axs[2].legend(fontsize=6)
-    save(fig, path); figs.append(rel)
-    ours = (f"Channels with ‖U_k‖_F > 10× median only in layers {fro['layers_with_spike_channels']} (step FFN layers {step_layers}); "
-            f"step-up layer {res['step_up_layer']}: channels {fro['step_up_channels']}, max/median {fro['step_up_max_over_median']:.1f}; "
-            f"spike channel {pr['channel']} detected: {fro['spike_channel_detected']}.")
-    theory = (f"λ⋆ = {sp['lambda_star']:.0f}, λ₂ = {sp['lambda_2']:.0f} (|λ⋆/λ₂| = {sp['dominance']:.1f}); s⋆ alignment over channels "
-              f"{res['alignment_channels']}: min |cos| {res['alignment_min']:.3f}; on {pr['spike_tokens']} spike tokens median relative "
-              f"error: quadratic {pct(pr['median_rel_err_quadratic_spike'])}, rank-one {pct(pr['median_rel_err_rank_one_spike'])} "
-              f"(other tokens, quadratic: {pct(pr['median_rel_err_quadratic_other'])}).")
-    if "median_silu_bound_rel_spike" in pr:
-        theory += (f" Error bounds on spike tokens: SiLU ≠ identity median {pct(pr['median_silu_bound_rel_spike'])} of |F| "
-                   f"(exceeded {pr['silu_bound_violations']}×), rank-one truncation {pct(pr['median_rank_one_bound_rel_spike'])} "
-                   f"(exceeded {pr['rank_one_bound_violations']}×).")
-    r.add("B2", "The step-up FFN as a quadratic amplifier", paper, ours, theory, rule, v, figs, m)
+        axs[2].set_xlabel("true F_c(h̃)"); axs[2].set_ylabel("prediction"); axs[2].legend(fontsize=6)
+    save(fig, path)
+    return [rel]
 
 
-def b3(r):
-    rule_a = ("Reproduced if ≥ 95% of the vocabulary spikes at position 0 (paper: 98.40–99.93%), under Sun et al.'s criterion with "
-              "the median of natural-text states after the step-up block. Otherwise not reproduced.")
-    rule_b = ("Reproduced if, at positions ≥ 1 of natural text, delimiter tokens (only punctuation/whitespace) spike at ≥ 5× the rate "
-              "of other tokens and make ≥ 50% of the spikes there; not shown at this scale if fewer than 10 tokens spike at "
-              "positions ≥ 1 (too few to judge); otherwise not reproduced.")
-    paper_a = "Share of the vocabulary that spikes at position 0: Llama-2-7B 99.65%, Llama-3-8B 99.77%, Qwen2.5-7B 98.40%, Qwen3-8B 99.93%."
-    paper_b = "Away from position 0, spikes sit on delimiters such as \".\" and \"\\n\"."
-    m = load(r.out, "b3_vocab_position0")
-    if m is None:
-        r.add("B3a", "Vocabulary at position 0", paper_a, "", "", rule_a, NOT_RUN, [], why="no output")
-        return r.add("B3b", "Delimiters elsewhere", paper_b, "", "", rule_b, NOT_RUN, [], why="no output")
-    res = m["results"]
-    share = res["vocab_share_spiking"]
-    va = REPRODUCED if share >= 0.95 else NOT_REPRODUCED
-    figs = []
+def fig_b3(r, m):
     V = npy(m, "vocab.npy")
-    if V is not None:
-        path, rel = r.figure("b3_vocab")
-        fig, ax = plt.subplots(figsize=(6, 3.3))
-        ax.hist(np.log10(np.maximum(V[:, 0], 1e-3)), bins=80)
-        thr = max(100, 1000 * res["reference_median"])
+    if V is None:
+        return []
+    path, rel = r.figure("b3_vocab")
+    fig, ax = plt.subplots(figsize=(6, 3.3))
+    ax.hist(np.log10(np.maximum(V[:, 0], 1e-3)), bins=80)
+    ref = m["results"].get("reference_median")
+    if ref is not None:
+        thr = max(100, 1000 * ref)
         ax.axvline(math.log10(thr), color="red", lw=1, label=f"threshold {thr:.0f}")
-        ax.set_xlabel("log10 max |x| after the step-up block (token at position 0)"); ax.set_ylabel("tokens"); ax.legend(fontsize=7)
-        save(fig, path); figs.append(rel)
-    theory = (f"rank-one λ⋆(s⋆ᵀh̃)² of the step-up FFN (λ⋆ = {res['lambda_star']:.0f}) under the same criterion predicts "
-              f"{100 * res['vocab_share_predicted']:.2f}%")
-    ours = (f"SmolLM2-135M: {100 * share:.2f}% of {res['vocab_tokens']} tokens spike at position 0 (step-up layer {res['layer']}, reference "
-            f"median {res['reference_median']:.2f}); with the stricter own-state median: {pct(res['vocab_share_spiking_own_median'])}. "
-            f"Batched (sliding window 1) against 1-token forwards: max relative difference {res['batched_vs_single_max_rel_diff']:.1e}.")
-    r.add("B3a", "Almost every token spikes at position 0", paper_a, ours, theory, rule_a, va, figs, m)
-    t = res["text"]
-    if t["other_positions_spiking"] < 10:
-        vb = NOT_SHOWN
-    else:
-        ok = (t["delimiter_spike_rate"] >= 5 * t["other_spike_rate"] and t["of_which_delimiters"] >= 0.5 * t["other_positions_spiking"])
-        vb = REPRODUCED if ok else NOT_REPRODUCED
-    rows = csv_rows(m, "delimiters.csv")
-    toks = ", ".join(html.escape(x["token"]) for x in rows[:12]) or "none"
-    ours_b = (f"{t['samples']} samples: {t['position0_spiking']} spike at position 0; at positions ≥ 1 {t['other_positions_spiking']} "
-              f"spikes, {t['of_which_delimiters']} on delimiters; spike rate of delimiter tokens {pct(t['delimiter_spike_rate'])} "
-              f"vs other tokens {pct(t['other_spike_rate'])}. Tokens: {toks}.")
-    r.add("B3b", "Delimiters spike elsewhere", paper_b, ours_b, "—", rule_b, vb, [], m)
+        ax.legend(fontsize=7)
+    ax.set_xlabel("log10 max |x| after the step-up block (token at position 0)"); ax.set_ylabel("tokens")
+    save(fig, path)
+    return [rel]
 
 
-def b4(r):
-    rule = ("Reproduced if, after the step-up block, the mean pairwise cosine of normalised spike tokens ≥ 0.99 and above its value "
-            "before the block and above that of other tokens; the spike channels hold ≥ 90% of a spike token's normalised energy; "
-            "max |x̃_i| ≤ √d. Otherwise not reproduced.")
-    paper = "RMSNorm(spike) is bounded (|h̃_i| ≤ √d), sparse (on the spike channels) and near-constant (cosine → 1 after the step-up block)."
-    m = load(r.out, "b4_rmsnorm_sparsity")
-    if m is None:
-        return r.add("B4", "RMSNorm sparsifies", paper, "", "", rule, NOT_RUN, [], why="no output")
-    res = m["results"]
-    c, s = res["cosine"], res["sparsity"]
-    ok = (c["spike_tokens"] >= 2 and c["spike_after"] >= 0.99 and c["spike_after"] > c["spike_before"]
-          and c["spike_after"] > c["other_after"] and s["energy_share_spike"] >= 0.9 and s["max_abs_over_sqrt_d"] <= 1 + 1e-6)
-    v = REPRODUCED if ok else NOT_REPRODUCED
+def fig_b4(r, m):
+    c = m["results"].get("cosine")
+    if not c:
+        return []
     path, rel = r.figure("b4_cosines")
     fig, ax = plt.subplots(figsize=(5, 3.2))
     ax.bar([0, 1], [c["spike_before"], c["spike_after"]], width=0.35, label="spike tokens")
     ax.bar([0.4, 1.4], [c["other_before"], c["other_after"]], width=0.35, label="other tokens")
-    ax.set_xticks([0.2, 1.2]); ax.set_xticklabels(["before step-up (ln2 of S)", "after (ln1 of S+1)"])
+    ax.set_xticks([0.2, 1.2]); ax.set_xticklabels(["before step-up", "after"])
     ax.set_ylabel("mean pairwise cosine"); ax.legend(fontsize=7)
     save(fig, path)
-    tc = res["theory_cosine"]
-    ours = (f"Cosine of normalised spike tokens: {c['spike_before']:.3f} before → {c['spike_after']:.5f} after "
-            f"({c['spike_tokens']} tokens); other tokens {c['other_before']:.3f} → {c['other_after']:.3f}. Spike channels "
-            f"{res['spike_channels']} hold {pct(s['energy_share_spike'])} of a spike token's normalised energy "
-            f"(other tokens {pct(s['energy_share_other'])}); max |x̃_i| / √d = {s['max_abs_over_sqrt_d']:.4f}.")
-    theory = (f"R3 lower bound on the cosine from the energy fractions: mean {tc['mean_bound']:.3f} vs actual {tc['mean_actual']:.5f} "
-              f"over {tc['pairs']} pairs")
-    b = res.get("theory_bounds")
-    if b:
-        theory += (f"; R1 max|h̃ᵢ| {b['mean_max_abs']:.2f} ≤ {b['mean_max_abs_bound']:.2f}, R2 ‖h̃ − h̃_C‖ {b['mean_residual']:.3f} ≤ "
-                   f"{b['mean_residual_bound']:.3f} (means over {b['spike_tokens']} spike tokens; worst actual/bound "
-                   f"{b['worst_max_abs_over_bound']:.2f}, {b['worst_residual_over_bound']:.2f})")
-    r.add("B4", "RMSNorm makes spike tokens sparse and near-constant", paper, ours, theory, rule, v, [rel], m)
+    return [rel]
 
 
-def b5(r):
-    rule = ("Reproduced if the median sink-key dimension (90% energy) of measured sink heads is ≤ 2 and the theory's sink-head rule "
-            "(G4) agrees with the measured sink heads (α₀ > 0.3) on ≥ 80% of heads. Otherwise not reproduced.")
-    paper = "Sink keys lie in a 1–2-dimensional subspace; a head is a sink head when its queries lie closer to it than to ordinary keys."
-    m = load(r.out, "b5_sink_keys")
-    if m is None:
-        return r.add("B5", "From sparse to sink", paper, "", "", rule, NOT_RUN, [], why="no output")
-    res = m["results"]
-    ok = 0 < res["median_sink_dim_of_sink_heads"] <= 2 and res["theory_rule_accuracy"] >= 0.8
-    v = REPRODUCED if ok else NOT_REPRODUCED
+def fig_b5(r, m):
     rows = csv_rows(m, "heads.csv")
+    if not rows or "alpha0_measured" not in rows[0]:
+        return []
     path, rel = r.figure("b5_prediction")
-    fig, axs = plt.subplots(1, 2, figsize=(10, 3.5))
-    a_hat = [float(x["alpha0_predicted"]) for x in rows]
-    a = [float(x["alpha0_measured"]) for x in rows]
-    axs[0].scatter(a_hat, a, s=6)
-    axs[0].plot([0, 1], [0, 1], "k", lw=0.5)
-    axs[0].set_xlabel("mean-field α̂₀ from the logit gap"); axs[0].set_ylabel("measured α₀")
-    axs[1].scatter([float(x["theory_sink_alignment"]) for x in rows], [float(x["theory_ordinary_alignment"]) for x in rows], s=6,
-                   c=["red" if x["measured_sink"] == "1" else "gray" for x in rows])
-    axs[1].plot([0, 1], [0, 1], "k", lw=0.5)
-    axs[1].set_xlabel("query alignment to sink keys"); axs[1].set_ylabel("to ordinary keys (same dim.)")
-    axs[1].set_title("red: measured sink heads")
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    pred_key = next((k for k in ("alpha0_predicted_weights", "alpha0_predicted") if k in rows[0]), None)
+    if pred_key:
+        ax.scatter([float(x[pred_key]) for x in rows], [float(x["alpha0_measured"]) for x in rows], s=6)
+        ax.plot([0, 1], [0, 1], "k", lw=0.5)
+        ax.set_xlabel(f"predicted α̂₀ ({pred_key})"); ax.set_ylabel("measured α₀")
     save(fig, path)
-    ours = (f"SmolLM2-135M, {res['heads']} heads: {res['measured_sink_heads']} measured sink heads; median sink-key dimension "
-            f"{res['median_sink_dim_of_sink_heads']:.0f}.")
-    theory = (f"G4 rule: {res['theory_rule_predicted_sink_heads']} predicted, accuracy {pct(res['theory_rule_accuracy'])}; mean-field "
-              f"logit-gap α̂₀ > 0.3: {res['predicted_sink_heads']} predicted, accuracy {pct(res['accuracy'])}, precision "
-              f"{pct(res['precision'])}, recall {pct(res['recall'])}, Pearson(α̂₀, α₀) = {res['pearson_alpha0']:.2f}")
-    r.add("B5", "From sparse to sink", paper, ours, theory, rule, v, [rel], m)
+    return [rel]
 
 
-def b6(r):
-    rule = ("Per variant, the direction of the change of the sink ratio against the baseline (up / down / same within ±20% relative) "
-            "is compared with the paper's. Not shown at this scale if our baseline has no sink (sink ratio < 5%); reproduced if ≥ 75% "
-            "of the variants agree in direction; otherwise not reproduced. Spike directions are listed but not scored (the toy models "
-            "have no massive activations).")
-    paper = "Table: PPL / sink ratio / spike for 13 variants of a Llama-style 7B (see the rows)."
-    m = load(r.out, "b6_ablations")
-    if m is None:
-        return r.add("B6", "Ablation table", paper, "", "", rule, NOT_RUN, [], why="no output (training module or run missing)")
-    vs = m["results"]["variants"]
-    base = next((x for x in vs if x["variant"] == "baseline"), None)
-
-    def direction(x, b):
-        if b <= 0:
-            return 0 if x <= 0 else 1
-        rel = x / b - 1
-        return 0 if abs(rel) <= 0.2 else (1 if rel > 0 else -1)
-
-    rows_html = ["<table class='inner'><tr><th>variant</th><th>paper PPL / sink / spike</th><th>ours val loss / sink / spike (×median)</th>"
-                 "<th>sink direction paper / ours</th></tr>"]
-    agree = n = 0
-    for x in vs:
-        dp = direction(x["paper_sink"], 0.46) if base else 0
-        do = direction(x["sink_ratio"], base["sink_ratio"]) if base else 0
-        if x["variant"] != "baseline" and base:
-            n += 1
-            agree += dp == do
-        arrow = {1: "↑", -1: "↓", 0: "="}
-        ppl = "–" if x["paper_ppl"] is None else f"{x['paper_ppl']:.1f}"
-        rows_html.append(f"<tr><td>{x['variant']}</td><td>{ppl} / {100 * x['paper_sink']:.1f}% / {x['paper_spike']:.0f}</td>"
-                         f"<td>{x['val_loss']:.3f} / {100 * x['sink_ratio']:.1f}% / {x['spike']:.1f} (×{x['spike_ratio']:.0f})</td>"
-                         f"<td>{'' if x['variant'] == 'baseline' else arrow[dp] + ' / ' + arrow[do]}</td></tr>")
-    rows_html.append("</table>")
-    if base is None or base["sink_ratio"] < 0.05:
-        v = NOT_SHOWN
-    else:
-        v = REPRODUCED if n and agree >= 0.75 * n else NOT_REPRODUCED
+def fig_b6(r, m):
+    vs = m["results"].get("variants", [])
+    if not vs:
+        return []
     path, rel = r.figure("b6_ablations")
     fig, ax = plt.subplots(figsize=(10, 3.4))
     idx = np.arange(len(vs))
-    ax.bar(idx - 0.2, [100 * x["paper_sink"] for x in vs], width=0.4, label="paper (7B, 100B tokens)")
-    ax.bar(idx + 0.2, [100 * x["sink_ratio"] for x in vs], width=0.4, label="ours (toy, Bigram-Backcopy)")
+    ax.bar(idx - 0.2, [100 * (x.get("paper_sink") or 0) for x in vs], width=0.4, label="paper (7B, 100B tokens)")
+    ax.bar(idx + 0.2, [100 * x.get("sink_ratio", 0) for x in vs], width=0.4, label="ours (toy)")
     ax.set_xticks(idx); ax.set_xticklabels([x["variant"] for x in vs], rotation=40, ha="right", fontsize=7)
     ax.set_ylabel("sink ratio (%)"); ax.legend(fontsize=7)
     save(fig, path)
-    size = m["config"]["size"]
-    ours = (f"{size['layers']}-layer d={size['d_model']} models, {size['steps']} steps each on Bigram-Backcopy; direction agreement "
-            f"{agree}/{n}." + "".join(rows_html))
-    r.add("B6", "Spikes and sinks are separable (ablation table)", paper, ours, "—", rule, v, [rel], m)
+    return [rel]
 
 
-# ---------------------------------------------------------------------------------------------------
-# Prior work
+def fig_c1(r, m):
+    rows = csv_rows(m, "layers.csv")
+    if not rows:
+        return []
+    keys = [k for k in rows[0] if k != "layer"]
+    path, rel = r.figure("c1_spike_to_sink")
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for k in keys:
+        try:
+            ax.plot([int(x["layer"]) for x in rows], [float(x[k]) for x in rows], "o-", ms=3, label=k)
+        except ValueError:
+            continue
+    ax.set_xlabel("layer"); ax.set_ylabel("sink rate (α₀ > 0.3)"); ax.legend(fontsize=6)
+    save(fig, path)
+    return [rel]
 
-def p1(r):
-    rule = ("Reproduced if zeroing the massive activations raises perplexity ≥ 10× (or to inf) while setting them to their mean "
-            "changes it by ≤ 10% and zeroing as many random channels at the same positions changes it by ≤ 10%. Otherwise not reproduced; "
-            "not shown at this scale if the model has no massive activation.")
-    paper = "LLaMA2-7B: zero → perplexity inf; mean → 5.47 (unchanged)."
-    m = load(r.out, "p1_massive_ablation")
-    if m is None:
-        return r.add("P1", "Zero vs mean ablation of massive activations", paper, "", "", rule, NOT_RUN, [], why="no output")
-    c = m["results"]["conditions"]
-    clean, zero, mean, rnd = (c[k]["perplexity"] for k in ("clean", "zero", "mean", "zero_random_channels"))
-    if not m["results"]["spike_channels"]:
-        v = NOT_SHOWN
-    else:
-        ok = zero >= 10 * clean and abs(mean / clean - 1) <= 0.1 and abs(rnd / clean - 1) <= 0.1
-        v = REPRODUCED if ok else NOT_REPRODUCED
+
+def fig_p1(r, m):
+    c = m["results"].get("conditions", {})
+    if not c:
+        return []
     path, rel = r.figure("p1_ablation")
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    vals = [clean, zero if math.isfinite(zero) else 1e6, mean, rnd]
-    ax.bar(range(4), vals)
-    ax.set_yscale("log"); ax.set_xticks(range(4)); ax.set_xticklabels(["clean", "zero", "mean", "zero random"])
+    names = list(c.keys())
+    vals = [c[k]["perplexity"] if math.isfinite(c[k]["perplexity"]) and c[k]["perplexity"] < 1e300 else 1e6 for k in names]
+    ax.bar(range(len(names)), vals)
+    ax.set_yscale("log"); ax.set_xticks(range(len(names))); ax.set_xticklabels(names, rotation=20, fontsize=7)
     ax.set_ylabel("perplexity")
     save(fig, path)
-    ours = (f"SmolLM2-135M, channels {m['results']['spike_channels']} after block {m['results']['layer']}: perplexity clean "
-            f"{num(clean)}, zero {num(zero)}, mean {num(mean)}, zero random channels {num(rnd)}.")
-    r.add("P1", "Massive activations: zero vs mean ablation", paper, ours, "—", rule, v, [rel], m)
+    return [rel]
 
 
-def p2(r):
-    rule = ("Reproduced if perplexity with the 0+W window ≥ 2× that with 4+(W−4), and 4+(W−4) is within 25% of full attention. "
-            "Otherwise not reproduced.")
-    paper = "Llama-2-13B: 0+1024 → perplexity 5158; 4+1020 → 5.40."
-    m = load(r.out, "p2_streaming_window")
-    if m is None:
-        return r.add("P2", "StreamingLLM window", paper, "", "", rule, NOT_RUN, [], why="no output")
-    c = m["results"]["conditions"]
-    W = m["config"]["window"]
-    full = c["full"]["perplexity"]
-    zero = c[f"0+{W}"]["perplexity"]
-    four = c[f"4+{W - 4}"]["perplexity"]
-    ok = zero >= 2 * four and four <= 1.25 * full
-    v = REPRODUCED if ok else NOT_REPRODUCED
+def fig_p2(r, m):
+    c = m["results"].get("conditions", {})
+    if not c:
+        return []
     path, rel = r.figure("p2_streaming")
     fig, ax = plt.subplots(figsize=(5, 3.2))
     names = list(c.keys())
     ax.bar(range(len(names)), [c[k]["perplexity"] for k in names])
     ax.set_yscale("log"); ax.set_xticks(range(len(names))); ax.set_xticklabels(names)
-    ax.set_ylabel(f"perplexity, positions ≥ {W}")
+    ax.set_ylabel("perplexity")
     save(fig, path)
-    ours = "SmolLM2-135M, T = {}: ".format(m["config"]["seq_len"]) + ", ".join(f"{k} → {num(c[k]['perplexity'])}" for k in names)
-    r.add("P2", "StreamingLLM: sink tokens restore window attention", paper, ours, "—", rule, v, [rel], m)
+    return [rel]
+
+
+# (experiment, claims it decides, figure function) in report order.
+EXPERIMENTS = [
+    ("a1_bos_ablation", ["A1"], fig_a1),
+    ("a2_p0_circuit", ["A2"], fig_a2),
+    ("a3_cone_model", ["A3"], fig_a3),
+    ("a4_training_trace", ["A4"], fig_a4),
+    ("b1_spike_lifecycle", ["B1"], fig_b1),
+    ("b2_quadratic_ffn", ["B2"], fig_b2),
+    ("b3_vocab_position0", ["B3a", "B3b"], fig_b3),
+    ("b4_rmsnorm_sparsity", ["B4"], fig_b4),
+    ("b5_sink_keys", ["B5"], fig_b5),
+    ("b6_ablations", ["B6"], fig_b6),
+    ("c1_spike_to_sink", ["C1"], fig_c1),
+    ("p1_massive_ablation", ["P1"], fig_p1),
+    ("p2_streaming_window", ["P2"], fig_p2),
+]
+
+
+def collect(out, figures):
+    """One row per verdict object; 'not run' rows for experiments without output or without verdicts."""
+    rows, metas = [], []
+    for name, claims, draw in EXPERIMENTS:
+        m = load(out, name)
+        if m is None:
+            rows += [dict(claim=c, experiment=name, verdict=None, why="no output", figures=[], figure_error="") for c in claims]
+            continue
+        metas.append(m)
+        figs, err = [], ""
+        try:
+            figs = draw(figures, m) if figures else []
+        except Exception as e:  # a figure must never hide a verdict
+            err = f"figure could not be drawn: {e!r}"
+        vs = verdicts(m)
+        if not vs:
+            rows += [dict(claim=c, experiment=name, verdict=None, why="meta.json has no verdict", figures=figs, figure_error=err)
+                     for c in claims]
+            continue
+        for i, v in enumerate(vs):
+            rows.append(dict(claim=v.get("claim", "?"), experiment=name, verdict=v, why="", figures=figs if i == 0 else [],
+                             figure_error=err if i == 0 else "", meta=m))
+    return rows, metas
 
 
 # ---------------------------------------------------------------------------------------------------
 
-CSS = """body{font-family:sans-serif;max-width:1200px;margin:auto;padding:1em;font-size:14px}
+CSS = """body{font-family:sans-serif;max-width:1250px;margin:auto;padding:1em;font-size:14px}
 table.main{border-collapse:collapse;width:100%}table.main>tbody>tr>td,table.main>tbody>tr>th{border:1px solid #ccc;padding:6px;vertical-align:top}
 table.inner{border-collapse:collapse;margin:4px 0}table.inner td,table.inner th{border:1px solid #ddd;padding:2px 5px;font-size:12px}
-.v-reproduced{background:#d4f7d4}.v-not-reproduced{background:#f7d4d4}.v-not-shown-at-this-scale{background:#f7f0c8}.v-not-run{background:#e0e0e0}
+.v-reproduced{background:#d4f7d4}.v-not-reproduced{background:#f7d4d4}.v-not-shown-at-this-scale{background:#f7f0c8}
+.v-not-applicable{background:#e8e0f7}.v-not-run{background:#e0e0e0}
 img{max-width:100%}.rule{font-size:12px;color:#333}.small{font-size:12px;color:#555}"""
 
 
-def write_html(r):
-    counts = {}
-    for row in r.rows:
-        counts[row["verdict"]] = counts.get(row["verdict"], 0) + 1
-    metas = [row["meta"] for row in r.rows if row["meta"]]
-    total = sum(m.get("timings", {}).get("total_seconds", 0) for m in {id(m): m for m in metas}.values())
-    revs = sorted({m.get("git_revision", "?") for m in metas})
-    timing_path = os.path.join(r.out, "timings.json")
-    timing = json.load(open(timing_path)) if os.path.exists(timing_path) else {}
-    out = [f"<!doctype html><html><head><meta charset='utf-8'><title>sinkscope: reproduction report</title><style>{CSS}</style></head><body>",
-           "<h1>sinkscope: reproducing the two papers</h1>",
-           "<p>Paper A: <i>How Attention Sinks Emerge in Large Language Models: An Interpretability Perspective</i> (arXiv 2603.06591). "
-           "Paper B: <i>The Spike, the Sparse and the Sink</i> (arXiv 2603.05498). Real model: SmolLM2-135M-Instruct (Q4_1 GGUF, "
-           "dequantised to float32); natural text: prose from the Python 3.11 documentation (Debian python3.11-doc, "
-           "scripts/fetch_corpus.sh); A4 and B6 train small models from scratch on Guo et al.'s Bigram-Backcopy task.</p>",
-           "<p>Every verdict below is computed by scripts/make_report.py from the rule printed in its row; nothing is judged by hand. "
-           "Verdicts: " + ", ".join(f"<b>{k}</b> {v}" for k, v in sorted(counts.items())) + ".</p>",
-           f"<p class='small'>git revision(s): {', '.join(revs)}; experiment time {total:.0f} s"
-           + (f"; whole reproduce.sh {timing.get('total_seconds', 0):.0f} s" if timing else "") + ".</p>",
-           "<table class='main'><tr><th>claim</th><th>paper</th><th>ours</th><th>theory's prediction</th><th>verdict and rule</th></tr>"]
-    for row in r.rows:
-        cls = "v-" + row["verdict"].replace(" ", "-")
-        out.append(f"<tr><td><b>{row['claim']}</b><br>{html.escape(row['title'])}</td><td>{html.escape(row['paper'])}</td>"
-                   f"<td>{row['ours'] or html.escape(row['why'])}</td><td>{html.escape(row['theory'] or '—')}</td>"
-                   f"<td class='{cls}'><b>{row['verdict']}</b><div class='rule'>Rule: {html.escape(row['rule'])}</div></td></tr>")
-        if row["figures"]:
-            out.append("<tr><td></td><td colspan='4'>" + "".join(f"<img src='{f}'>" for f in row["figures"]) + "</td></tr>")
+def ci_text(c):
+    ci = c.get("ci") or [None, None]
+    return f"{num(c.get('value', c.get('statistic')))} [{num(ci[0])}, {num(ci[1])}]"
+
+
+def conditions_html(v):
+    out = ["<table class='inner'><tr><th></th><th>statistic</th><th>value [95% CI]</th><th>n</th><th>threshold</th><th>holds</th></tr>"]
+    for kind, key in (("pre", "preconditions"), ("", "conditions")):
+        for c in v.get(key, []):
+            out.append(f"<tr><td>{kind}</td><td>{html.escape(c.get('name', ''))}</td><td>{ci_text(c)}</td><td>{c.get('n', '')}</td>"
+                       f"<td>{c.get('side', '')} {num(c.get('threshold'))}</td><td>{'yes' if c.get('holds') else 'no'}</td></tr>")
     out.append("</table>")
-    out.append("<h2>Runs</h2><table class='inner'><tr><th>experiment</th><th>command</th><th>seconds</th><th>configuration</th></tr>")
-    for m in {id(m): m for m in metas}.values():
-        out.append(f"<tr><td>{m['experiment']}</td><td><code>{html.escape(m['command'])}</code></td>"
-                   f"<td>{m.get('timings', {}).get('total_seconds', 0):.1f}</td><td><code>{html.escape(json.dumps(m.get('config', {})))[:600]}</code></td></tr>")
-    out.append("</table></body></html>")
-    with open(os.path.join(r.report, "index.html"), "w") as f:
-        f.write("\n".join(out))
+    checks = v.get("checks", [])
+    if checks:
+        out.append("<div class='small'>Checks (theorems and sanity checks, not evidence): " + "; ".join(
+            f"{html.escape(c.get('name', ''))}: {num(c.get('value'))} vs bound {num(c.get('bound'))} "
+            f"({'holds' if c.get('holds') else 'VIOLATED'})" for c in checks) + "</div>")
+    return "".join(out)
+
+
+def null_html(null_rows):
+    if not null_rows:
+        return ""
+    out = ["<h2>Null controls</h2><p>The same experiments on random weights in the same layout (--random-init 1). Every rule "
+           "must say \"not reproduced\" or \"not applicable\" here; a \"reproduced\" would mean the rule cannot fail.</p>",
+           "<table class='inner'><tr><th>claim</th><th>experiment</th><th>outcome</th><th>decided by</th></tr>"]
+    for row in null_rows:
+        v = row["verdict"]
+        o = v["outcome"] if v else NOT_RUN
+        flag = " <b>(rule cannot fail!)</b>" if o == "reproduced" else ""
+        out.append(f"<tr><td>{html.escape(row['claim'])}</td><td>{row['experiment']}</td><td class='v-{o.replace(' ', '-')}'>{o}{flag}</td>"
+                   f"<td>{html.escape(v.get('decided_by', '') if v else row['why'])}</td></tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def write_html(report, rows, metas, out, null_rows=()):
+    counts = {}
+    for row in rows:
+        o = row["verdict"]["outcome"] if row["verdict"] else NOT_RUN
+        counts[o] = counts.get(o, 0) + 1
+    total = sum(m.get("timings", {}).get("total_seconds", 0) for m in metas)
+    revs = sorted({m.get("git_revision", "?") for m in metas})
+    timing_path = os.path.join(out, "timings.json")
+    timing = json.load(open(timing_path)) if os.path.exists(timing_path) else {}
+    nulls = sorted({m["experiment"] for m in metas if "null_model" in m})
+    html_out = [f"<!doctype html><html><head><meta charset='utf-8'><title>sinkscope: reproduction report</title><style>{CSS}</style></head><body>",
+                "<h1>sinkscope: reproducing the two papers</h1>",
+                "<p>Paper A: <i>How Attention Sinks Emerge in Large Language Models: An Interpretability Perspective</i> (arXiv 2603.06591). "
+                "Paper B: <i>The Spike, the Sparse and the Sink</i> (arXiv 2603.05498). Real model: SmolLM2-135M-Instruct (Q4_1 GGUF, "
+                "dequantised to float32); natural text: prose from the Python 3.11 documentation (Debian python3.11-doc).</p>",
+                "<p>Every verdict below was decided by the experiment that measured it (C++, include/sinkscope/analysis/verdict.hpp) and "
+                "read from its meta.json; this page decides nothing. A condition holds only when its whole 95% interval lies on the "
+                "claim's side of the threshold; each rule names the null control on which it must fail (CTest checks that). "
+                "Outcomes: " + ", ".join(f"<b>{k}</b> {v}" for k, v in sorted(counts.items())) + ".</p>"]
+    if nulls:
+        html_out.append(f"<p><b>Null control run</b> (random weights): {', '.join(nulls)}.</p>")
+    html_out += [f"<p class='small'>git revision(s): {', '.join(revs)}; experiment time {total:.0f} s"
+                 + (f"; whole reproduce.sh {timing.get('total_seconds', 0):.0f} s" if timing else "") + ".</p>",
+                 "<table class='main'><tr><th>claim</th><th>paper</th><th>ours: statistics the rule read</th><th>verdict and rule</th></tr>"]
+    for row in rows:
+        title, paper = paper_of(row["claim"])
+        v = row["verdict"]
+        outcome = v["outcome"] if v else NOT_RUN
+        cls = "v-" + outcome.replace(" ", "-")
+        ours = conditions_html(v) if v else html.escape(row["why"])
+        if row["figure_error"]:
+            ours += f"<div class='small'>{html.escape(row['figure_error'])}</div>"
+        rule = (f"<div class='rule'>Rule: {html.escape(v.get('rule', ''))}</div><div class='rule'>Decided by: "
+                f"{html.escape(v.get('decided_by', ''))}</div><div class='rule'>Null control: {html.escape(v.get('null', ''))}</div>") if v else ""
+        html_out.append(f"<tr><td><b>{html.escape(row['claim'])}</b><br>{html.escape(title)}<div class='small'>{row['experiment']}</div></td>"
+                        f"<td>{html.escape(paper)}</td><td>{ours}</td><td class='{cls}'><b>{outcome}</b>{rule}</td></tr>")
+        if row["figures"]:
+            html_out.append("<tr><td></td><td colspan='3'>" + "".join(f"<img src='{f}'>" for f in row["figures"]) + "</td></tr>")
+    html_out.append("</table>")
+    html_out.append(null_html(null_rows))
+    html_out.append("<h2>Runs</h2><table class='inner'><tr><th>experiment</th><th>command</th><th>seconds</th><th>configuration</th></tr>")
+    for m in metas:
+        html_out.append(f"<tr><td>{m['experiment']}</td><td><code>{html.escape(m['command'])}</code></td>"
+                        f"<td>{m.get('timings', {}).get('total_seconds', 0):.1f}</td><td><code>{html.escape(json.dumps(m.get('config', {})))[:600]}</code></td></tr>")
+    html_out.append("</table></body></html>")
+    with open(os.path.join(report, "index.html"), "w") as f:
+        f.write("\n".join(html_out))
+
+
+def claims_markdown(rows, null_rows=()):
+    """The README's claim table: one line per verdict, numbers straight from meta.json."""
+    null = {(r["claim"]): (r["verdict"]["outcome"] if r["verdict"] else NOT_RUN) for r in null_rows}
+    lines = ["| claim | outcome | headline statistic [95% CI] | n | threshold | decided by | on random weights |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        v = row["verdict"]
+        if not v:
+            lines.append(f"| {row['claim']} | not run | | | | {row['why']} | {null.get(row['claim'], '')} |")
+            continue
+        ci = v.get("ci") or [None, None]
+        measure = v.get("measure", "").replace("|", "/")
+        lines.append(f"| {v['claim']} | **{v['outcome']}** | {measure}: {num(v.get('statistic'))} [{num(ci[0])}, {num(ci[1])}] "
+                     f"| {v.get('n', '')} | {v.get('side', '')} {num(v.get('threshold'))} | {v.get('decided_by', '').replace('|', '/')} "
+                     f"| {null.get(v['claim'], 'not run')} |")
+    return "\n".join(lines) + "\n"
+
+
+def update_readme(path, table):
+    begin, end = "<!-- claims:begin -->", "<!-- claims:end -->"
+    text = open(path).read()
+    if begin not in text or end not in text:
+        raise SystemExit(f"make_report: {path} has no {begin} ... {end} markers")
+    a, b = text.index(begin) + len(begin), text.index(end)
+    with open(path, "w") as f:
+        f.write(text[:a] + "\n" + table + text[b:])
+    print(f"updated the claim table in {path}")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="out")
     ap.add_argument("--report", default="report")
+    ap.add_argument("--null-out", default="")
+    ap.add_argument("--update-readme", default="")
     a = ap.parse_args()
-    r = Report(a.out, a.report)
-    for fn in (a1, a2, a3, a4, b1, b2, b3, b4, b5, b6, p1, p2):
-        try:
-            fn(r)
-        except Exception as e:  # a malformed or partial output must not hide the other rows
-            r.add(fn.__name__.upper(), "(report error)", "", "", "", "", NOT_RUN, [], why=f"could not read the output: {e!r}")
-    write_html(r)
-    for row in r.rows:
-        print(f"{row['claim']:4s} {row['verdict']}")
+    figures = Figures(a.report)
+    rows, metas = collect(a.out, figures)
+    null_rows = []
+    if a.null_out and os.path.isdir(a.null_out):
+        null_rows, _ = collect(a.null_out, None)
+    write_html(a.report, rows, metas, a.out, null_rows)
+    if a.update_readme:
+        update_readme(a.update_readme, claims_markdown(rows, null_rows))
+    for row in rows:
+        v = row["verdict"]
+        if v:
+            ci = v.get("ci") or [None, None]
+            print(f"{row['claim']:8s} {v['outcome']:24s} {v.get('measure', '')}: {num(v.get('statistic'))} "
+                  f"[{num(ci[0])}, {num(ci[1])}], n={v.get('n')}")
+        else:
+            print(f"{row['claim']:8s} not run ({row['why']})")
     print(f"wrote {os.path.join(a.report, 'index.html')}")
 
 

@@ -4,29 +4,35 @@
 #   2. build the experiment executables (build/experiments/)
 #   3. run every experiment at its default size, one after another, with progress per experiment
 #      (outputs in out/<experiment>/: .npy/.csv data and meta.json with config, seed, git revision, timings)
-#   4. make the figures and the report (scripts/make_report.py, matplotlib in .venv)
+#   4. run the null controls: every experiment at its test size on random weights in the same layout
+#      (--random-init 1, outputs in out/null/); each rule must say "not reproduced" or "not applicable" there
+#   5. make the figures and the report (scripts/make_report.py, matplotlib in .venv): the verdicts are
+#      the experiments' own (meta.json), with their intervals, thresholds and null controls
 # Default sizes fit in about 30 minutes on a 2-core CPU; --full runs larger sizes (much longer),
-# --smoke the test sizes (a minute). --only a1,b3 runs a subset; --no-build reuses the build directory.
-# Usage: scripts/reproduce.sh [--full | --smoke] [--only NAMES] [--no-build] [--jobs N] [--build-dir build]
+# --smoke the test sizes (a minute). --only a1,b3 runs a subset; --no-build reuses the build directory;
+# --no-null skips the null controls.
+# Usage: scripts/reproduce.sh [--full | --smoke] [--only NAMES] [--no-build] [--no-null] [--jobs N] [--build-dir build]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-size=default; only=""; build=1; jobs=$(nproc); bdir=build
+size=default; only=""; build=1; null=1; jobs=$(nproc); bdir=build
 while (($#)); do
   case "$1" in
     --full) size=full ;;
     --smoke) size=smoke ;;
     --only) only="$2"; shift ;;
     --no-build) build=0 ;;
+    --no-null) null=0 ;;
     --jobs) jobs="$2"; shift ;;
     --build-dir) bdir="$2"; shift ;;
-    -h|--help) sed -n 2,11p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
     *) echo "reproduce: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 t0=$(date +%s)
 experiments=(a1_bos_ablation a2_p0_circuit a3_cone_model b1_spike_lifecycle b2_quadratic_ffn b3_vocab_position0
-             b4_rmsnorm_sparsity b5_sink_keys p1_massive_ablation p2_streaming_window a4_training_trace b6_ablations)
+             b4_rmsnorm_sparsity b5_sink_keys c1_spike_to_sink p1_massive_ablation p2_streaming_window a4_training_trace
+             b6_ablations)
 if [[ -n "$only" ]]; then
   sel=()
   for e in "${experiments[@]}"; do [[ ",$only," == *",${e%%_*},"* || ",$only," == *",$e,"* ]] && sel+=("$e"); done
@@ -84,10 +90,21 @@ for e in "${experiments[@]}"; do
 done
 t_run=$(date +%s)
 
+if ((null)); then
+  echo "== [null controls] every experiment at its test size on random weights (--random-init 1): out/null/"
+  rm -rf out/null
+  for e in "${experiments[@]}"; do
+    if ! "$bdir"/experiments/"$e" --smoke --random-init 1 --out out/null/"$e" > out/null_"$e".log 2>&1; then
+      echo "reproduce: null control of $e failed (see out/null_$e.log)" >&2
+      failed+=("null:$e")
+    fi
+  done
+fi
+
 echo "== [report] figures and report/index.html"
 total=$(($(date +%s) - t0))
 echo "${timings}\"build_seconds\": $((t_build - t0)), \"experiments_seconds\": $((t_run - t_build)), \"total_seconds\": $total, \"size\": \"$size\"}" > out/timings.json
-"$py" scripts/make_report.py --out out --report report
+"$py" scripts/make_report.py --out out --report report --null-out out/null
 total=$(($(date +%s) - t0))
 echo "== done in ${total} s (setup+build $((t_build - t0)) s, experiments $((t_run - t_build)) s): report/index.html"
 if ((${#failed[@]})); then echo "failed: ${failed[*]}" >&2; exit 1; fi
