@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/core/measures.hpp"
 
 namespace sinkscope::analysis {
 
@@ -68,13 +69,8 @@ inline double mean_of(const std::vector<double>& x) {
     return s / double(x.size());
 }
 
-// The median (mean of the two middle values for an even count).
-inline double median_of(std::vector<double> x) {
-    require(!x.empty(), "median_of: empty sample");
-    std::sort(x.begin(), x.end());
-    const std::size_t n = x.size();
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
+// The median of a sample (core/measures.hpp).
+using measure::median_of;
 
 using Statistic = std::function<double(const std::vector<double>&)>;
 

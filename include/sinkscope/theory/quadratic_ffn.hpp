@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "sinkscope/core/measures.hpp"
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/theory/common.hpp"
 
@@ -175,14 +176,8 @@ std::vector<Index> detect_spike_channels(const Eigen::MatrixBase<Derived>& frobe
         v[static_cast<std::size_t>(k)] = static_cast<double>(frobenius_norms(k));
         if (v[static_cast<std::size_t>(k)] < 0) throw Error("detect_spike_channels: a Frobenius norm is negative");
     }
-    std::vector<double> sorted = v;
-    const std::size_t n = sorted.size();
-    std::nth_element(sorted.begin(), sorted.begin() + n / 2, sorted.end());
-    double median = sorted[n / 2];
-    if (n % 2 == 0) {
-        std::nth_element(sorted.begin(), sorted.begin() + n / 2 - 1, sorted.end());
-        median = 0.5 * (median + sorted[n / 2 - 1]);
-    }
+    const std::size_t n = v.size();
+    const double median = measure::median_of(v);
     if (!(median > 0.0))
         throw Error("detect_spike_channels: the median ||U_k||_F is 0, so the relative rule is undefined");
     std::vector<Index> out;

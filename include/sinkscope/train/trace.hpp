@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "sinkscope/core/measures.hpp"
 #include "sinkscope/model/forward.hpp"
 #include "sinkscope/model/hooks.hpp"
 #include "sinkscope/train/loss.hpp"
@@ -91,32 +92,26 @@ TraceRecord measure_trace(const model::Config& c, const model::Weights<T>& w,
                 const std::int64_t H = a.shape[0], n = a.shape[1];
                 std::int64_t sinks = 0;
                 for (std::int64_t h = 0; h < H; ++h) {
-                    double s = 0;
-                    for (std::int64_t t = 0; t < n; ++t) s += double(a.data[(h * n + t) * n + 0]);
-                    const double alpha0 = s / double(n);
+                    const double alpha0 = measure::received_attention(a.data + h * n * n, n, 0);
                     L.alpha0[h] += alpha0 / S;
-                    sinks += alpha0 > eps;
+                    sinks += measure::is_sink(alpha0, eps);
                 }
                 L.sink_rate += double(sinks) / double(H) / S;
                 (void)c;
             });
             hooks.add(model::hook_name("resid_post", l), [&L, S](const std::string&, model::ActivationRef<T>& a) {
                 const std::int64_t n = a.shape[0], d = a.shape[1];
-                std::vector<double> absval(std::size_t(n * d));
                 for (std::int64_t t = 0; t < n; ++t) {
                     double sq = 0;
                     for (std::int64_t j = 0; j < d; ++j) {
                         const double v = double(a.data[t * d + j]);
                         sq += v * v;
-                        absval[std::size_t(t * d + j)] = std::abs(v);
                         if (std::abs(v) > L.top[2].value) detail::insert_peak(L.top, {std::abs(v), j, t});
                     }
                     if (t == 0) L.p0_norm += std::sqrt(sq) / S;
                     else L.rest_norm += std::sqrt(sq) / double(n - 1) / S;
                 }
-                auto mid = absval.begin() + std::ptrdiff_t(absval.size() / 2);
-                std::nth_element(absval.begin(), mid, absval.end());
-                L.median_abs += *mid / S;
+                L.median_abs += measure::median_abs(a.data, n * d) / S;
             });
         }
         const model::Mat<T> logits = model::forward(c, w, in, &hooks);
