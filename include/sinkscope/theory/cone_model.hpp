@@ -5,6 +5,9 @@
 //   cone model v_i = a u + sqrt(1 - a^2) s_i, s_i unit, s_i ⟂ u, E[s_i . s_j] = delta_ij,
 //   p independent of s, sum_i p_i = 1:              E||o||^2 = a^2 + (1 - a^2) E[sum_i p_i^2]
 // Position 0 of a causal pattern has p = e_0, sum p^2 = 1: the largest expected output norm.
+//   value drain (unequal norms r_i = ||v_i||, (p, r) independent of s):
+//                                                   E||o||^2 = a^2 (sum p_i r_i)^2 + (1 - a^2) sum p_i^2 r_i^2
+// so position 0 has exactly ||v_0||^2, which is small when v_0 is drained.
 //
 // Functions take captured values of one head (n, d_h) and its pattern (T, T); never a model.
 #pragma once
@@ -130,6 +133,60 @@ Vector<T> predict_output_norm_sq(const ConeFit<T>& fit, const Eigen::MatrixBase<
     Vector<T> out(sum_sq.size());
     for (Index t = 0; t < sum_sq.size(); ++t)
         out[t] = fit.mean_norm_sq * cone_expected_norm_sq(a, std::min(sum_sq[t], T(1)));
+    return out;
+}
+
+// Value-drain extension (C6 of theory/cone_model.md): values with their own norms r_i,
+//   v_i = r_i (a u + sqrt(1 - a^2) s_i),  s_i unit, s_i ⟂ u, E[s_i . s_j] = delta_ij,
+//   (p, r) independent of s (p may depend on the norms, not on the directions):
+//   E||o||^2 = a^2 (sum_i p_i r_i)^2 + (1 - a^2) sum_i p_i^2 r_i^2.
+// With r_i = 1 this is cone_expected_norm_sq; at p = e_0 it is r_0^2 for every a (no expectation left).
+template <class DerivedP, class DerivedR>
+typename DerivedP::Scalar cone_expected_norm_sq_with_norms(typename DerivedP::Scalar alpha,
+                                                           const Eigen::MatrixBase<DerivedP>& p,
+                                                           const Eigen::MatrixBase<DerivedR>& norms) {
+    using T = typename DerivedP::Scalar;
+    static_assert(std::is_same_v<T, typename DerivedR::Scalar>, "p and norms must have the same scalar");
+    detail::check_scalar<T>();
+    if (!std::isfinite(static_cast<double>(alpha)) || alpha < T(-1) || alpha > T(1))
+        throw Error("cone_expected_norm_sq_with_norms: alpha must be finite and lie in [-1, 1]");
+    detail::require_nonempty(p, "cone_expected_norm_sq_with_norms: p");
+    detail::require_same(p.size(), norms.size(), "cone_expected_norm_sq_with_norms: p and norms differ in length");
+    detail::require_finite(p, "cone_expected_norm_sq_with_norms: p");
+    detail::require_finite(norms, "cone_expected_norm_sq_with_norms: norms");
+    if ((norms.array() < T(0)).any()) throw Error("cone_expected_norm_sq_with_norms: norms must be >= 0");
+    double along = 0.0, spread = 0.0;  // sum p_i r_i and sum p_i^2 r_i^2, in double
+    for (Index i = 0; i < p.size(); ++i) {
+        const double q = static_cast<double>(p[i]) * static_cast<double>(norms[i]);
+        along += q;
+        spread += q * q;
+    }
+    const double a2 = static_cast<double>(alpha) * static_cast<double>(alpha);
+    return static_cast<T>(a2 * along * along + (1.0 - a2) * spread);
+}
+
+// Value-drain prediction of ||o_t||^2 per query t of a causal pattern (T, T) over values (T, d_h):
+//   a^2 (sum_j A[t, j] r_j)^2 + (1 - a^2) sum_j A[t, j]^2 r_j^2,   r_j = ||v_j||,
+// with a = fit.alpha (or fit.alpha_debiased), the norm-free cone fit of the same values. Position 0
+// (A[0, 0] = 1) gets exactly ||v_0||^2: a drained v_0 gives a small prediction, as measured.
+template <class T, class DerivedA, class DerivedV>
+Vector<T> predict_output_norm_sq_with_norms(const ConeFit<T>& fit, const Eigen::MatrixBase<DerivedA>& pattern,
+                                            const Eigen::MatrixBase<DerivedV>& values, bool debiased = false) {
+    static_assert(std::is_same_v<T, typename DerivedA::Scalar> && std::is_same_v<T, typename DerivedV::Scalar>,
+                  "fit, pattern and values must have the same scalar");
+    detail::check_scalar<T>();
+    if (fit.n < 2 || fit.d < 2)
+        throw Error("predict_output_norm_sq_with_norms: the ConeFit was not produced by fit_cone");
+    detail::require_causal_pattern(pattern, "predict_output_norm_sq_with_norms: pattern");
+    detail::require_nonempty(values, "predict_output_norm_sq_with_norms: values");
+    detail::require_finite(values, "predict_output_norm_sq_with_norms: values");
+    detail::require_same(values.rows(), pattern.cols(),
+                         "predict_output_norm_sq_with_norms: pattern (T, T) and values (T, d_h) disagree on T");
+    const Vector<T> norms = values.rowwise().norm();
+    const T a = debiased ? fit.alpha_debiased : fit.alpha;
+    Vector<T> out(pattern.rows());
+    for (Index t = 0; t < pattern.rows(); ++t)
+        out[t] = cone_expected_norm_sq_with_norms(a, pattern.row(t).transpose(), norms);
     return out;
 }
 
