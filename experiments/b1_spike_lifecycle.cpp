@@ -4,10 +4,13 @@
 // sub-blocks cancel them; sub-blocks in between add 2–3 orders of magnitude less (rise–plateau–fall).
 // Sub-blocks are Paper B's 2L (1-based; odd = attention = hook_attn_out, even = FFN = hook_mlp_out;
 // H_i = resid_mid / resid_post after them, H_0 = resid_pre of block 0). Step rule: analysis/spikes.hpp.
-// Command: build/experiments/b1_spike_lifecycle [--samples 32] [--out out/b1_spike_lifecycle]
+// Verdict (rule in the Verdict below): Paper B's windows (analysis/spikes.hpp: step-ups at i ≤ 0.20·2L,
+// a step-down at i ≥ 0.92·2L) on the mean trajectory over all samples; the in-between ratio per sample
+// (bootstrap); consensus spike channels over all samples and their ratio spread (bootstrap over samples).
+// Command: build/experiments/b1_spike_lifecycle [--samples 64] [--out out/b1_spike_lifecycle]
 // Writes: sub_blocks.csv (per H_i: top-3 |x| with channel/position, median |x|, massive?),
-//         trajectory.npy [samples × (2L+1)] (x_i at position 0, spike channel), steps.csv (Table 1 row),
-//         spike_tokens.csv (position, token, max |x|), spike_channels.csv (ratios to the top channel), meta.json.
+//         trajectory.npy [samples × (2L+1)] (x_i at (t*, c*)), steps.csv (Table 1 row),
+//         spike_tokens.csv (position, token, max |x|), spike_channels.csv (consensus channels, ratios to c*), meta.json.
 #include "common.hpp"
 
 #include <map>
@@ -16,7 +19,7 @@ using namespace sinkscope;
 using namespace sinkscope::experiments;
 
 struct Config {
-    std::int64_t samples = 32;      // natural-text samples, no BOS
+    std::int64_t samples = 64;      // natural-text samples, no BOS
     std::int64_t seq_len = 64;      // T
     std::int64_t trace_samples = 8; // samples used to locate the spike and classify the steps
     double tau = 0.2;               // step rule threshold (fraction of the peak)
@@ -31,7 +34,7 @@ int main(int argc, char** argv) {
     app.add_option("--seq-len", cfg.seq_len, "tokens per sample")->capture_default_str();
     app.add_option("--tau", cfg.tau, "step threshold as a fraction of the peak")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 2; cfg.seq_len = 16; cfg.trace_samples = 2; }
+    if (opt.smoke) { cfg.samples = 6; cfg.seq_len = 16; cfg.trace_samples = 2; }  // 6: a 6/6 share clears 0.5 (Clopper–Pearson)
     try {
         Run run("b1_spike_lifecycle", "B1: rise-plateau-fall of massive activations; step-up/step-down sub-blocks", opt, argc, argv);
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"trace_samples", cfg.trace_samples},
@@ -49,27 +52,32 @@ int main(int argc, char** argv) {
         std::cerr << "  spike channel " << tr.channel << " at position " << tr.position << ", peak " << tr.steps.peak
                   << " at sub-block " << tr.peak_sub_block << "\n";
 
-        // Per state H_i: top-3 over all samples, per-sample medians; trajectory at (0, c*); spike tokens.
+        // Per state H_i: top-3 over all samples, per-sample medians; per sample the trajectory at (t*, c*),
+        // the channels and rows of the spike tokens at the plateau (the state holding the traced peak).
         struct Top { double abs = 0, value = 0; std::int64_t channel = -1, position = -1, sample = -1; };
         std::vector<std::vector<Top>> top(nsub + 1);
         std::vector<std::vector<double>> medians(nsub + 1);
         std::vector<std::int64_t> massive_samples(nsub + 1, 0);
         std::vector<float> traj;
-        std::map<std::string, std::int64_t> token_count, token_pos0;
+        std::vector<std::vector<double>> trajectories;     // per sample reaching t*: x_0 … x_{2L}
+        std::vector<int> sample_has_spike(smp.size(), 0);  // any massive entry in any state
+        std::map<std::string, std::int64_t> token_count;
         std::int64_t spike_tok = 0, spike_tok_pos0 = 0, tokens_seen = 0;
         const std::int64_t plateau = tr.peak_sub_block;
         Csv toks(run.path("spike_tokens.csv"), {"sample", "position", "token_id", "token", "max_abs", "channel"});
-        std::vector<std::vector<double>> channel_values;  // per spike token: values at the spike channels
-        std::vector<std::int64_t> spike_ch;
+        std::vector<std::vector<std::int64_t>> plateau_channels(smp.size());  // per sample: massive channels at the plateau
+        struct SpikeRow { std::size_t sample; std::vector<float> row; };
+        std::vector<SpikeRow> spike_rows;                                       // plateau rows of every spike token
 
         run.phase("sub-block statistics");
         for (std::size_t s = 0; s < smp.size(); ++s) {
             const auto st = residual_states(in, smp[s]);
             const std::int64_t n = std::int64_t(smp[s].size());
+            std::vector<double> x;
             for (std::int64_t i = 0; i <= nsub; ++i) {
                 const auto& h = st[i];
                 medians[i].push_back(analysis::median_abs(h.data(), std::int64_t(h.size())));
-                if (!analysis::massive_entries(h.data(), n, d).empty()) massive_samples[i]++;
+                if (!analysis::massive_entries(h.data(), n, d).empty()) { massive_samples[i]++; sample_has_spike[s] = 1; }
                 for (std::int64_t j = 0; j < std::int64_t(h.size()); ++j) {
                     const double a = std::abs(h[j]);
                     auto& T3 = top[i];
@@ -79,13 +87,14 @@ int main(int argc, char** argv) {
                         if (T3.size() > 3) T3.pop_back();
                     }
                 }
-                if (tr.channel >= 0) traj.push_back(h[tr.channel]);  // position 0
+                if (tr.channel >= 0 && tr.position < n) { traj.push_back(h[tr.position * d + tr.channel]); x.push_back(h[tr.position * d + tr.channel]); }
             }
-            // Spike tokens at the plateau (the state holding the peak): positions with a massive entry.
+            if (x.size() == std::size_t(nsub + 1)) trajectories.push_back(x);
+            // Spike tokens at the plateau: positions with a massive entry there (Sun et al., this sample's median).
             if (plateau >= 0) {
                 const auto& h = st[plateau];
                 const auto e = analysis::massive_entries(h.data(), n, d);
-                if (spike_ch.empty()) spike_ch = analysis::spike_channels(e);
+                plateau_channels[s] = analysis::spike_channels(e);
                 tokens_seen += n;
                 for (auto p : analysis::spike_positions(e)) {
                     double best = 0; std::int64_t ch = -1;
@@ -94,9 +103,7 @@ int main(int argc, char** argv) {
                     toks.row(s, p, smp[s][p], json(tok).dump(), best, ch);
                     ++spike_tok;
                     if (p == 0) ++spike_tok_pos0; else token_count[tok]++;
-                    std::vector<double> v;
-                    for (auto k : spike_ch) v.push_back(h[p * d + k]);
-                    channel_values.push_back(v);
+                    spike_rows.push_back({s, std::vector<float>(h.begin() + p * d, h.begin() + (p + 1) * d)});
                 }
             }
             run.progress(std::int64_t(s) + 1, std::int64_t(smp.size()), "samples");
@@ -104,7 +111,6 @@ int main(int argc, char** argv) {
 
         Csv sub(run.path("sub_blocks.csv"), {"index", "layer", "kind", "top1", "top1_channel", "top1_position", "top2", "top3",
                                               "median", "massive_share"});
-        json per;
         for (std::int64_t i = 0; i <= nsub; ++i) {
             std::vector<double> m = medians[i];
             std::nth_element(m.begin(), m.begin() + m.size() / 2, m.end());
@@ -120,26 +126,59 @@ int main(int argc, char** argv) {
         for (std::int64_t i = 0; i <= nsub; ++i) if (massive_samples[i] > 0) last_massive = i;
         run.results()["massive_sub_blocks"] = {{"first", first_massive <= nsub ? first_massive : -1}, {"last", last_massive},
                                                {"of", nsub}};
-        if (!traj.empty()) run.npy("trajectory.npy", traj, {smp.size(), std::size_t(nsub + 1)});
+        if (!traj.empty()) run.npy("trajectory.npy", traj, {trajectories.size(), std::size_t(nsub + 1)});
+
+        // Steps of the mean trajectory over every sample; the in-between ratio per sample for those steps.
+        std::vector<double> mean_traj(nsub + 1, 0.0);
+        for (const auto& x : trajectories) for (std::int64_t i = 0; i <= nsub; ++i) mean_traj[i] += x[i] / double(trajectories.size());
+        const auto steps_all = trajectories.empty() ? analysis::StepClassification{} : analysis::classify_steps(mean_traj, cfg.tau);
+        std::vector<double> between;
+        for (const auto& x : trajectories) between.push_back(analysis::in_between_ratio(x, steps_all.step_up, steps_all.step_down));
+        run.results()["steps"] = {{"step_up", steps_all.step_up}, {"step_down", steps_all.step_down},
+                                  {"peak", steps_all.peak}, {"peak_sub_block", steps_all.peak_index},
+                                  {"in_between_ratio_mean_trajectory", steps_all.in_between_ratio},
+                                  {"in_between_ratio_per_sample", between}, {"samples", trajectories.size()}, {"tau", cfg.tau},
+                                  {"step_up_window", analysis::kStepUpWindow}, {"step_down_window", analysis::kStepDownWindow}};
 
         // Table 1 row.
         Csv steps(run.path("steps.csv"), {"model", "sub_blocks", "step_up", "step_down", "in_between_ratio"});
         auto join = [](const std::vector<std::int64_t>& v) { std::string s; for (auto x : v) s += (s.empty() ? "" : " ") + std::to_string(x); return s; };
-        steps.row(fs::path(opt.model).filename().string(), nsub, join(tr.steps.step_up), join(tr.steps.step_down), tr.steps.in_between_ratio);
+        steps.row(fs::path(opt.model).filename().string(), nsub, join(steps_all.step_up), join(steps_all.step_down), steps_all.in_between_ratio);
 
-        // Spike channels and their ratios to the top channel across spike tokens.
-        Csv chs(run.path("spike_channels.csv"), {"channel", "mean_ratio", "std_ratio", "tokens"});
+        // Spike channels from every sample: consensus channels (massive in ≥ half the samples that spike at
+        // the plateau), the reference channel first (c* when it is one of them); ratios to it on every spike token.
+        auto consensus = analysis::consensus_channels(plateau_channels, 0.5);
+        std::int64_t spike_samples = 0, cstar_samples = 0;
+        for (const auto& ch : plateau_channels) {
+            spike_samples += !ch.empty();
+            cstar_samples += std::find(ch.begin(), ch.end(), tr.channel) != ch.end();
+        }
+        std::stable_partition(consensus.begin(), consensus.end(), [&](const analysis::ChannelCount& x) { return x.channel == tr.channel; });
+        auto channel_values = [&](const std::vector<std::size_t>& sample_ids) {
+            std::vector<std::vector<double>> vals;
+            for (auto s : sample_ids)
+                for (const auto& r : spike_rows)
+                    if (r.sample == s) {
+                        std::vector<double> v;
+                        for (const auto& k : consensus) v.push_back(r.row[k.channel]);
+                        vals.push_back(v);
+                    }
+            return vals;
+        };
+        std::vector<std::size_t> all_ids;
+        for (std::size_t s = 0; s < smp.size(); ++s) if (!plateau_channels[s].empty()) all_ids.push_back(s);
+        const auto vals = channel_values(all_ids);
+        Csv chs(run.path("spike_channels.csv"), {"channel", "samples", "share", "mean_ratio", "std_ratio", "spread", "tokens"});
         json chj = json::array();
-        for (std::size_t k = 0; k < spike_ch.size(); ++k) {
+        for (std::size_t k = 0; k < consensus.size(); ++k) {
             double s1 = 0, s2 = 0; std::int64_t n = 0;
-            for (const auto& v : channel_values) {
-                if (v.empty() || v[0] == 0) continue;
-                const double r = v[k] / v[0];
-                s1 += r; s2 += r * r; ++n;
-            }
+            for (const auto& v : vals) { if (v[0] == 0) continue; const double r = v[k] / v[0]; s1 += r; s2 += r * r; ++n; }
             const double mean = n ? s1 / n : 0, sd = n ? std::sqrt(std::max(0.0, s2 / n - mean * mean)) : 0;
-            chs.row(spike_ch[k], mean, sd, n);
-            chj.push_back({{"channel", spike_ch[k]}, {"mean_ratio", mean}, {"std_ratio", sd}});
+            const double spread = analysis::ratio_spread(vals, k);
+            const double share = spike_samples ? double(consensus[k].samples) / double(spike_samples) : 0.0;
+            chs.row(consensus[k].channel, consensus[k].samples, share, mean, sd, spread, n);
+            chj.push_back({{"channel", consensus[k].channel}, {"samples", consensus[k].samples}, {"share", share},
+                           {"mean_ratio", mean}, {"std_ratio", sd}, {"spread", std::isfinite(spread) ? json(spread) : json(nullptr)}});
         }
         run.results()["spike_channels"] = chj;
         json tokj = json::array();
@@ -150,6 +189,67 @@ int main(int argc, char** argv) {
             tokj.push_back({{"token", by_count[k].second}, {"count", by_count[k].first}});
         run.results()["spike_tokens"] = {{"total", spike_tok}, {"at_position_0", spike_tok_pos0}, {"tokens_seen", tokens_seen},
                                          {"samples", smp.size()}, {"other_positions_top", tokj}};
+
+        // Verdict.
+        using namespace sinkscope::analysis;
+        const std::int64_t N = std::int64_t(smp.size());
+        std::int64_t with_spike = 0;
+        for (int h : sample_has_spike) with_spike += h;
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        const double last_up = steps_all.step_up.empty() ? nan : double(steps_all.step_up.back()) / double(nsub);
+        const double last_down = steps_all.step_down.empty() ? nan : double(steps_all.step_down.back()) / double(nsub);
+        Verdict v("B1",
+                  "Precondition: massive activations (Sun et al.: |x| > 100 and >= 1000 x the state's median |x|) in some residual "
+                  "state of a majority of samples (Clopper-Pearson lower bound >= 0.5; else not applicable). On the mean trajectory "
+                  "over all samples of the traced spike coordinate (t*, c*), steps by the tau = 0.2 rule (analysis/spikes.hpp): "
+                  "every step-up at sub-block i <= 0.20 * 2L (Paper B's step-ups lie at 6.3-19.4% of 2L: 4/64, 4/64, 8,10/56, 14/72) "
+                  "and at least one step-down at i >= 0.92 * 2L (paper: 96.4-100%: 62/64, 64/64, 54,55/56, 70,72/72; the last 8%); "
+                  "1 or 2 step-up sub-blocks (paper: one or two); in-between ratio (max |step| between the last step-up and the "
+                  "first step-down / max step-up), median over samples, bootstrap upper bound <= 0.05 (convention; paper: "
+                  "1e-2 to 1e-3); spike channels from all samples: the traced channel c* is massive at the plateau in a "
+                  "majority of spiking samples (Clopper-Pearson lower bound >= 0.5), at most 4 consensus channels (massive in >= "
+                  "half of them; paper: 'a few'), and each consensus channel's ratio to c* varies by std/|mean| <= 0.05 across "
+                  "spike tokens (largest over channels; bootstrap over samples, upper bound; convention for 'nearly fixed').",
+                  kRandomInitNull);
+        v.precondition(rate_condition("share of samples with a massive activation in some residual state", with_spike, N, 0.5),
+                       Outcome::not_applicable);
+        v.condition(exact_condition("latest step-up sub-block / 2L (window <= 0.20)", last_up, std::int64_t(trajectories.size()),
+                                    kStepUpWindow, Side::at_most));
+        v.condition(exact_condition("latest step-down sub-block / 2L (window >= 0.92)", last_down, std::int64_t(trajectories.size()),
+                                    kStepDownWindow, Side::at_least));
+        const double n_up = double(steps_all.step_up.size());
+        v.condition(exact_condition("number of step-up sub-blocks (>= 1)", n_up, 1, 1, Side::at_least));
+        v.condition(exact_condition("number of step-up sub-blocks (<= 2)", n_up, 1, 2, Side::at_most));
+        if (!between.empty())
+            v.condition(bootstrap_condition("in-between ratio, median over samples", median_of(between), bootstrap_median(between),
+                                            std::int64_t(between.size()), 0.05, Side::at_most));
+        else
+            v.condition(exact_condition("in-between ratio, median over samples (no trajectory)", nan, 0, 0.05, Side::at_most));
+        v.condition(spike_samples > 0 ? rate_condition("share of spiking samples whose plateau state has c* massive", cstar_samples, spike_samples, 0.5)
+                                      : exact_condition("share of spiking samples whose plateau state has c* massive", nan, 0, 0.5));
+        v.condition(exact_condition("consensus spike channels (massive in >= half the spiking samples), at most 4",
+                                    consensus.empty() ? nan : double(consensus.size()), spike_samples, 4, Side::at_most));
+        if (consensus.size() >= 2) {
+            // The largest spread over the consensus channels, resampling whole samples (their spike tokens together).
+            std::vector<double> ids(all_ids.begin(), all_ids.end());
+            auto max_spread = [&](const std::vector<double>& pick) {
+                std::vector<std::vector<double>> vv;
+                for (double s : pick) { const auto part = channel_values({std::size_t(s)}); vv.insert(vv.end(), part.begin(), part.end()); }
+                double worst = 0;
+                for (std::size_t k = 1; k < consensus.size(); ++k) {
+                    const double sp = ratio_spread(vv, k);
+                    worst = std::max(worst, std::isfinite(sp) ? sp : 1e9);
+                }
+                return worst;
+            };
+            v.condition(bootstrap_condition("largest std/|mean| of a consensus channel's ratio to c* across spike tokens",
+                                            max_spread(ids), bootstrap(ids, max_spread), std::int64_t(ids.size()), 0.05, Side::at_most));
+        } else {
+            v.check("one consensus channel: the ratio condition has nothing to compare", double(consensus.size()), 2, false);
+        }
+        v.details() = {{"step_up", steps_all.step_up}, {"step_down", steps_all.step_down}, {"sub_blocks", nsub},
+                       {"spike_channels", chj}, {"samples", N}, {"samples_with_spike", with_spike}};
+        run.verdict(v);
         run.finish();
     } catch (const Error& e) {
         std::cerr << e.what() << "\n";

@@ -72,3 +72,59 @@ TEST_CASE("massive_entries judges against the median of the whole state", "[anal
     g[9] = -150;
     CHECK(massive_entries(g.data(), 3, 4).size() == 1);
 }
+
+TEST_CASE("in_between_ratio uses the given steps, not the trajectory's own", "[analysis][spikes]") {
+    // Step-up at 2 (+1000), plateau steps of 1 and 5, step-down at 6.
+    const std::vector<double> x{0, 0, 1000, 1001, 1006, 1005, 0};
+    CHECK(in_between_ratio(x, {2}, {6}) == Approx(5.0 / 1000));
+    // The same steps on another sample's trajectory: its own step sizes count.
+    const std::vector<double> y{0, 0, 500, 520, 520, 520, 0};
+    CHECK(in_between_ratio(y, {2}, {6}) == Approx(20.0 / 500));
+    // No step-down: everything after the last step-up is "in between".
+    CHECK(in_between_ratio(x, {2}, {}) == Approx(1005.0 / 1000));
+    CHECK(in_between_ratio(x, {}, {6}) == 0.0);
+    CHECK_THROWS_AS(in_between_ratio(x, {9}, {}), sinkscope::Error);
+}
+
+TEST_CASE("Paper B's windows: step-ups in the first 20%, a step-down in the last 8%", "[analysis][spikes]") {
+    // The paper's own rows lie inside: Llama-2-7B 4/62 of 64, Qwen2.5-7B 8,10/54,55 of 56, Qwen3-8B 14/70,72 of 72.
+    CHECK(step_ups_in_window({4}, 64));
+    CHECK(step_down_in_window({62}, 64));
+    CHECK(step_ups_in_window({8, 10}, 56));
+    CHECK(step_down_in_window({54, 55}, 56));
+    CHECK(step_ups_in_window({14}, 72));
+    CHECK(step_down_in_window({70, 72}, 72));
+    // Outside: a step-up at 40% of the depth, a step-down at 75%, no step at all.
+    CHECK_FALSE(step_ups_in_window({24}, 60));
+    CHECK_FALSE(step_ups_in_window({4, 24}, 60));
+    CHECK_FALSE(step_down_in_window({45}, 60));
+    CHECK_FALSE(step_ups_in_window({}, 60));
+    CHECK_FALSE(step_down_in_window({}, 60));
+    CHECK(step_ups_in_window({12}, 60));        // 12/60 = 0.20: the window is inclusive
+    CHECK_FALSE(step_ups_in_window({13}, 60));
+    CHECK(step_down_in_window({56}, 60));       // 56/60 = 0.933 ≥ 0.92
+    CHECK_FALSE(step_down_in_window({55}, 60)); // 0.9167
+}
+
+TEST_CASE("consensus_channels keeps channels massive in at least half the spiking samples", "[analysis][spikes]") {
+    // 5 samples, one without spikes: channel 7 in 4 of 4 spiking samples, 3 in 2 of 4, 9 in 1 of 4.
+    const std::vector<std::vector<std::int64_t>> per{{7, 3}, {7}, {}, {7, 9, 3}, {7, 7}};
+    const auto c = consensus_channels(per, 0.5);
+    REQUIRE(c.size() == 2);
+    CHECK(c[0].channel == 7);
+    CHECK(c[0].samples == 4);   // a channel listed twice in one sample counts once
+    CHECK(c[1].channel == 3);
+    CHECK(c[1].samples == 2);
+    CHECK(consensus_channels(per, 0.75).size() == 1);
+    CHECK(consensus_channels({{}, {}}, 0.5).empty());
+    CHECK_THROWS_AS(consensus_channels(per, 0.0), sinkscope::Error);
+}
+
+TEST_CASE("ratio_spread is std/|mean| of channel k over the reference channel", "[analysis][spikes]") {
+    // Ratios 0.5, 0.5, 0.5: no spread. Ratios 1 and 3: mean 2, population std 1 → 0.5.
+    CHECK(ratio_spread({{100, 50}, {200, 100}, {-40, -20}}, 1) == Approx(0.0).margin(1e-12));
+    CHECK(ratio_spread({{10, 10}, {10, 30}}, 1) == Approx(0.5));
+    CHECK(ratio_spread({{0, 5}, {10, 10}, {10, 30}}, 1) == Approx(0.5));   // a zero reference is skipped
+    CHECK(std::isnan(ratio_spread({{10, 10}}, 1)));                        // one token: undefined
+    CHECK_THROWS_AS(ratio_spread({{10, 10}}, 2), sinkscope::Error);
+}

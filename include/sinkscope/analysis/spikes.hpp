@@ -18,11 +18,23 @@
 //   step-up   = { i : s·Δ_i ≥  τ |P| }     step-down = { i : s·Δ_i ≤ −τ |P| }     (τ = 0.2 by default)
 //   in-between ratio = max |Δ_i| over sub-blocks strictly between the last step-up and the first
 //                      step-down / max |Δ_i| over the step-up blocks (Paper B: 10⁻² to 10⁻³).
+//
+// Paper B's windows (its Table 1, step-up / step-down sub-block index over 2L): Llama-2-7B 4 / 62 of 64,
+// Llama-3-8B 4 / 64 of 64, Qwen2.5-7B 8,10 / 54,55 of 56, Qwen3-8B 14 / 70,72 of 72. Step-ups lie at
+// i/2L = 6.3 … 19.4 %, step-downs at 96.4 … 100 %. The windows taken here:
+//   step-up window    i ≤ 0.20 · 2L   (the paper's latest step-up, 19.4 %, rounded up to a fifth)
+//   step-down window  i ≥ 0.92 · 2L   (the last 8 %: the paper's earliest step-down, 96.4 %, less ~4 %)
+//
+// Spike channels across samples: channel k is a consensus spike channel when it carries a massive
+// entry in at least half of the samples that have any (consensus_channels); the ratio of channel k to
+// the top channel, r = x_k / x_top on every spike token, is "fixed" when its coefficient of variation
+// std(r) / |mean(r)| is small (ratio_spread).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -32,6 +44,8 @@ namespace sinkscope::analysis {
 
 inline constexpr double kMassiveAbs = 100.0;      // |x| > 100
 inline constexpr double kMassiveRatio = 1000.0;   // |x| ≥ 1000 × median |x|
+inline constexpr double kStepUpWindow = 0.20;     // step-ups at i ≤ 0.20 · 2L (see the header)
+inline constexpr double kStepDownWindow = 0.92;   // step-downs at i ≥ 0.92 · 2L
 
 inline bool is_massive(double abs_value, double median_abs) {
     return abs_value > kMassiveAbs && abs_value >= kMassiveRatio * median_abs;
@@ -86,6 +100,40 @@ struct StepClassification {
     double tau = 0.2;
 };
 
+// In-between ratio of a trajectory x_0 … x_{2L} for given step-up / step-down sets (ascending,
+// 1-based): max |Δ_i| over i strictly between the last step-up and the first step-down after it (or
+// the end) / max |Δ_i| over the step-up sub-blocks. 0 when there is no step-up or nothing in between.
+inline double in_between_ratio(const std::vector<double>& trajectory, const std::vector<std::int64_t>& step_up,
+                               const std::vector<std::int64_t>& step_down) {
+    require(trajectory.size() >= 2, "in_between_ratio: needs x_0 and at least one sub-block");
+    if (step_up.empty()) return 0.0;
+    const std::int64_t last = std::int64_t(trajectory.size()) - 1;
+    auto delta = [&](std::int64_t i) { return std::abs(trajectory[i] - trajectory[i - 1]); };
+    double up_max = 0;
+    for (auto i : step_up) {
+        require(i >= 1 && i <= last, "in_between_ratio: step index outside the trajectory");
+        up_max = std::max(up_max, delta(i));
+    }
+    const std::int64_t from = step_up.back() + 1;
+    std::int64_t to = last;
+    for (auto i : step_down) if (i > step_up.back()) { to = i - 1; break; }
+    double between = 0;
+    for (std::int64_t i = from; i <= to; ++i) between = std::max(between, delta(i));
+    return up_max > 0 ? between / up_max : 0.0;
+}
+
+// Do the steps lie in Paper B's windows? All step-ups at i ≤ kStepUpWindow · 2L and at least one
+// step-down at i ≥ kStepDownWindow · 2L (n_sub = 2L).
+inline bool step_ups_in_window(const std::vector<std::int64_t>& step_up, std::int64_t n_sub) {
+    if (step_up.empty()) return false;
+    for (auto i : step_up) if (double(i) > kStepUpWindow * double(n_sub)) return false;
+    return true;
+}
+inline bool step_down_in_window(const std::vector<std::int64_t>& step_down, std::int64_t n_sub) {
+    for (auto i : step_down) if (double(i) >= kStepDownWindow * double(n_sub)) return true;
+    return false;
+}
+
 // `trajectory` holds x_0 … x_{2L} (size 2L + 1) for one spike coordinate.
 inline StepClassification classify_steps(const std::vector<double>& trajectory, double tau = 0.2) {
     require(trajectory.size() >= 2, "classify_steps: needs x_0 and at least one sub-block");
@@ -97,20 +145,12 @@ inline StepClassification classify_steps(const std::vector<double>& trajectory, 
         if (std::abs(trajectory[i]) > std::abs(c.peak)) { c.peak = trajectory[i]; c.peak_index = std::int64_t(i); }
     if (c.peak == 0) return c;
     const double s = c.peak > 0 ? 1.0 : -1.0, P = std::abs(c.peak);
-    double up_max = 0;
     for (std::size_t i = 1; i < trajectory.size(); ++i) {
         const double d = s * (trajectory[i] - trajectory[i - 1]);
-        if (d >= tau * P) { c.step_up.push_back(std::int64_t(i)); up_max = std::max(up_max, std::abs(d)); }
+        if (d >= tau * P) c.step_up.push_back(std::int64_t(i));
         if (d <= -tau * P) c.step_down.push_back(std::int64_t(i));
     }
-    if (!c.step_up.empty()) {
-        const std::int64_t from = c.step_up.back() + 1;
-        std::int64_t to = std::int64_t(trajectory.size()) - 1;
-        for (auto i : c.step_down) if (i > c.step_up.back()) { to = i - 1; break; }
-        double between = 0;
-        for (std::int64_t i = from; i <= to; ++i) between = std::max(between, std::abs(trajectory[i] - trajectory[i - 1]));
-        c.in_between_ratio = up_max > 0 ? between / up_max : 0.0;
-    }
+    c.in_between_ratio = in_between_ratio(trajectory, c.step_up, c.step_down);
     return c;
 }
 
@@ -151,6 +191,54 @@ inline std::vector<std::int64_t> spike_channels(const std::vector<SpikeEntry>& e
     for (const auto& e : entries)
         if (std::find(c.begin(), c.end(), e.channel) == c.end()) c.push_back(e.channel);
     return c;
+}
+
+// Consensus spike channels: per sample, the channels that carry a massive entry (empty for a sample
+// without one). A channel is a consensus channel when it appears in ≥ `share` of the samples that have
+// any massive entry. Returned with its sample count, most frequent first (ties: lower channel first).
+struct ChannelCount {
+    std::int64_t channel = -1;
+    std::int64_t samples = 0;   // samples in which the channel carries a massive entry
+};
+inline std::vector<ChannelCount> consensus_channels(const std::vector<std::vector<std::int64_t>>& per_sample, double share = 0.5) {
+    require(share > 0 && share <= 1, "consensus_channels: share must lie in (0, 1]");
+    std::vector<ChannelCount> counts;
+    std::int64_t with_spike = 0;
+    for (const auto& chans : per_sample) {
+        if (chans.empty()) continue;
+        ++with_spike;
+        std::vector<std::int64_t> u = chans;
+        std::sort(u.begin(), u.end());
+        u.erase(std::unique(u.begin(), u.end()), u.end());
+        for (auto k : u) {
+            auto it = std::find_if(counts.begin(), counts.end(), [k](const ChannelCount& c) { return c.channel == k; });
+            if (it == counts.end()) counts.push_back({k, 1}); else ++it->samples;
+        }
+    }
+    std::vector<ChannelCount> out;
+    for (const auto& c : counts)
+        if (with_spike > 0 && double(c.samples) >= share * double(with_spike)) out.push_back(c);
+    std::sort(out.begin(), out.end(), [](const ChannelCount& a, const ChannelCount& b) {
+        return a.samples != b.samples ? a.samples > b.samples : a.channel < b.channel;
+    });
+    return out;
+}
+
+// Spread of the ratio of channel k to the reference channel over spike tokens:
+//   r_j = x_j[k] / x_j[ref],   spread = std(r) / |mean(r)|   (population std; tokens with x_j[ref] = 0
+// are skipped). `values[j]` holds token j's values at the spike channels. NaN with fewer than 2 tokens.
+inline double ratio_spread(const std::vector<std::vector<double>>& values, std::size_t k, std::size_t ref = 0) {
+    double s1 = 0, s2 = 0;
+    std::int64_t n = 0;
+    for (const auto& v : values) {
+        require(k < v.size() && ref < v.size(), "ratio_spread: channel index outside the token's values");
+        if (v[ref] == 0) continue;
+        const double r = v[k] / v[ref];
+        s1 += r; s2 += r * r; ++n;
+    }
+    if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+    const double mean = s1 / double(n), var = std::max(0.0, s2 / double(n) - mean * mean);
+    return mean != 0 ? std::sqrt(var) / std::abs(mean) : std::numeric_limits<double>::infinity();
 }
 
 }  // namespace sinkscope::analysis
