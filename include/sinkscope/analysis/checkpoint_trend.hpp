@@ -1,0 +1,97 @@
+// Trends across training checkpoints, with a bootstrap over the evaluation units.
+//
+// At checkpoint c (c = 0 … C−1) every evaluation unit i (a validation sequence, the same sequences at
+// every checkpoint) gives a numerator a_ci and a denominator b_ci ≥ 0. The checkpoint's pooled share is
+//     s_c = Σ_i a_ci / Σ_i b_ci            (undefined when Σ_i b_ci = 0)
+// and the trend is the ordinary least-squares slope of s_c on the checkpoint index x_c,
+//     β = Σ_c (x_c − x̄)(s_c − s̄) / Σ_c (x_c − x̄)²     over the checkpoints where s_c is defined,
+// reported as the fitted change over the span, Δ = β · (x_last − x_first).
+// Interval: percentile bootstrap that resamples the units i with replacement, one draw shared by every
+// checkpoint (a sequence is the independent unit; its values at different checkpoints are paired), and
+// recomputes Δ. Resamples in which fewer than two checkpoints are defined are dropped; the interval is
+// NaN when more than half are dropped.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "sinkscope/analysis/intervals.hpp"
+#include "sinkscope/core/error.hpp"
+
+namespace sinkscope::analysis {
+
+struct ShareTrend {
+    std::vector<double> shares;  // s_c (NaN where undefined)
+    double change = std::numeric_limits<double>::quiet_NaN();  // Δ = β · (x_last − x_first)
+    Interval ci{std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()};
+    std::int64_t units = 0;
+};
+
+namespace detail {
+// Δ of the least-squares line through the defined points (x_c, s_c); NaN with fewer than two.
+inline double fitted_change(const std::vector<double>& x, const std::vector<double>& s) {
+    double mx = 0, ms = 0;
+    std::int64_t n = 0;
+    double lo = INFINITY, hi = -INFINITY;
+    for (std::size_t c = 0; c < s.size(); ++c)
+        if (std::isfinite(s[c])) { mx += x[c]; ms += s[c]; ++n; lo = std::min(lo, x[c]); hi = std::max(hi, x[c]); }
+    if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+    mx /= double(n);
+    ms /= double(n);
+    double sxy = 0, sxx = 0;
+    for (std::size_t c = 0; c < s.size(); ++c)
+        if (std::isfinite(s[c])) { sxy += (x[c] - mx) * (s[c] - ms); sxx += (x[c] - mx) * (x[c] - mx); }
+    return sxx > 0 ? sxy / sxx * (hi - lo) : std::numeric_limits<double>::quiet_NaN();
+}
+}  // namespace detail
+
+// num[c][i], den[c][i]: unit i at checkpoint c; x[c]: the checkpoint's position (index or step).
+inline ShareTrend share_trend(const std::vector<std::vector<double>>& num, const std::vector<std::vector<double>>& den,
+                              const std::vector<double>& x, double confidence = kConfidence,
+                              int resamples = kBootstrapResamples, std::uint64_t seed = kBootstrapSeed) {
+    const std::size_t C = num.size();
+    require(C >= 2 && den.size() == C && x.size() == C, "share_trend: needs >= 2 checkpoints with numerators, denominators and positions");
+    const std::size_t n = num[0].size();
+    require(n >= 1, "share_trend: no evaluation unit");
+    for (std::size_t c = 0; c < C; ++c) {
+        require(num[c].size() == n && den[c].size() == n, "share_trend: every checkpoint needs the same units");
+        detail::require_finite(num[c], "share_trend");
+        detail::require_finite(den[c], "share_trend");
+    }
+    auto shares_of = [&](const std::vector<std::size_t>& pick) {
+        std::vector<double> s(C);
+        for (std::size_t c = 0; c < C; ++c) {
+            double a = 0, b = 0;
+            for (std::size_t i : pick) { a += num[c][i]; b += den[c][i]; }
+            s[c] = b > 0 ? a / b : std::numeric_limits<double>::quiet_NaN();
+        }
+        return s;
+    };
+    ShareTrend t;
+    t.units = std::int64_t(n);
+    std::vector<std::size_t> all(n);
+    for (std::size_t i = 0; i < n; ++i) all[i] = i;
+    t.shares = shares_of(all);
+    t.change = detail::fitted_change(x, t.shares);
+
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::size_t> draw(0, n - 1);
+    std::vector<double> stats;
+    std::vector<std::size_t> pick(n);
+    for (int b = 0; b < resamples; ++b) {
+        for (auto& p : pick) p = draw(rng);
+        const double d = detail::fitted_change(x, shares_of(pick));
+        if (std::isfinite(d)) stats.push_back(d);
+    }
+    if (2 * stats.size() < std::size_t(resamples)) return t;
+    std::sort(stats.begin(), stats.end());
+    const double a = 1 - confidence;
+    t.ci = {detail::sorted_quantile(stats, a / 2), detail::sorted_quantile(stats, 1 - a / 2)};
+    return t;
+}
+
+}  // namespace sinkscope::analysis
