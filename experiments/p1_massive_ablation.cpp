@@ -7,7 +7,9 @@
 // (model::set_channels): zero; the mean of each channel over every spike entry of every sample; and a
 // control that zeroes |C| random other channels at the same positions. Perplexity of the next-token
 // predictions of every position (analysis::token_nll).
-// Command: build/experiments/p1_massive_ablation [--samples 16] [--out out/p1_massive_ablation]
+// Verdict: perplexity ratios against the clean run with paired bootstrap intervals over samples
+// (rule in the Verdict below); not applicable without massive activations.
+// Command: build/experiments/p1_massive_ablation [--samples 64] [--out out/p1_massive_ablation]
 // Writes: conditions.csv (condition, mean NLL, perplexity), meta.json.
 #include "common.hpp"
 
@@ -20,7 +22,7 @@ using namespace sinkscope;
 using namespace sinkscope::experiments;
 
 struct Config {
-    std::int64_t samples = 16;
+    std::int64_t samples = 64;
     std::int64_t seq_len = 64;
 };
 
@@ -31,7 +33,7 @@ int main(int argc, char** argv) {
     add_common(app, opt);
     app.add_option("--samples", cfg.samples, "natural-text samples")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 2; cfg.seq_len = 12; }
+    if (opt.smoke) { cfg.samples = 6; cfg.seq_len = 16; }  // 6: a 6/6 share clears 0.5 (Clopper–Pearson)
     try {
         Run run("p1_massive_ablation", "Sun et al.: zeroing massive activations destroys perplexity, their mean keeps it", opt, argc, argv);
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"bos", false}};
@@ -96,6 +98,7 @@ int main(int argc, char** argv) {
         Csv csv(run.path("conditions.csv"), {"condition", "mean_nll", "perplexity"});
         json cj;
         const std::vector<std::string> conds{"clean", "zero", "mean", "zero_random_channels"};
+        std::vector<std::vector<double>> sample_nll(conds.size());  // per condition: mean NLL of each sample
         for (std::size_t k = 0; k < conds.size(); ++k) {
             analysis::NllAccumulator acc;
             for (std::int64_t s = 0; s < N; ++s) {
@@ -106,13 +109,52 @@ int main(int argc, char** argv) {
                     if (conds[k] == "zero_random_channels") model::zero_ablate_channels(hooks, post, random_channels, positions[s]);
                 }
                 const auto logits = model::forward(c, in.m.weights, smp[s], &hooks);
-                acc.add(analysis::token_nll(logits, smp[s]));
+                const auto nll = analysis::token_nll(logits, smp[s]);
+                acc.add(nll);
+                analysis::NllAccumulator one;
+                one.add(nll);
+                sample_nll[k].push_back(one.mean());
             }
             csv.row(conds[k], acc.mean(), acc.perplexity());
-            cj[conds[k]] = {{"mean_nll", acc.mean()}, {"perplexity", acc.perplexity()}};
+            cj[conds[k]] = {{"mean_nll", acc.mean()}, {"perplexity", acc.perplexity()}, {"sample_mean_nll", sample_nll[k]}};
             run.progress(std::int64_t(k) + 1, std::int64_t(conds.size()), "conditions");
         }
         run.results()["conditions"] = cj;
+
+        // Verdict. Every sample has the same number of predictions, so a perplexity ratio is
+        //   ppl_a / ppl_b = exp(mean_s (NLL_a,s − NLL_b,s)),
+        // resampled over samples with both conditions together (paired bootstrap).
+        using namespace sinkscope::analysis;
+        auto ratio_condition = [&](const std::string& name, std::size_t a, std::size_t b, double threshold, Side side) {
+            std::vector<double> diff;
+            bool finite = true;
+            for (std::int64_t s = 0; s < N; ++s) {
+                diff.push_back(sample_nll[a][s] - sample_nll[b][s]);
+                finite = finite && std::isfinite(diff.back());
+            }
+            if (!finite) return exact_condition(name + " (a sample's NLL is not finite)", INFINITY, N, threshold, side);
+            auto ratio = [](const std::vector<double>& x) { return std::exp(mean_of(x)); };
+            return bootstrap_condition(name, ratio(diff), bootstrap(diff, ratio), N, threshold, side);
+        };
+        std::int64_t samples_with_spike = 0;
+        for (const auto& p : positions) samples_with_spike += !p.empty();
+        Verdict v("P1",
+                  "Precondition: massive activations (Sun et al.: |x| > 100 and >= 1000 x the state's median |x|) after the step-up "
+                  "block in a majority of samples (Clopper-Pearson lower bound >= 0.5; else not applicable). Perplexity ratios "
+                  "against the clean run, paired bootstrap over samples (exp of the mean per-sample NLL difference): zeroing the "
+                  "massive activations raises perplexity >= 10x (lower bound; convention, paper: to inf); setting them to their "
+                  "mean keeps it within 10% (interval inside [0.9, 1.1]; convention, paper: 5.47 -> 5.47); zeroing as many random "
+                  "channels at the same positions keeps it within 10% (interval inside [0.9, 1.1]; control, convention).",
+                  kRandomInitNull);
+        v.precondition(rate_condition("share of samples with a massive activation after the step-up block", samples_with_spike, N, 0.5),
+                       Outcome::not_applicable);
+        v.condition(ratio_condition("perplexity ratio zero / clean", 1, 0, 10, Side::at_least));
+        v.condition(ratio_condition("perplexity ratio mean / clean (>= 0.9)", 2, 0, 0.9, Side::at_least));
+        v.condition(ratio_condition("perplexity ratio mean / clean (<= 1.1)", 2, 0, 1.1, Side::at_most));
+        v.condition(ratio_condition("perplexity ratio zero-random-channels / clean (>= 0.9)", 3, 0, 0.9, Side::at_least));
+        v.condition(ratio_condition("perplexity ratio zero-random-channels / clean (<= 1.1)", 3, 0, 1.1, Side::at_most));
+        v.details() = {{"spike_channels", channels}, {"layer", S}, {"samples", N}, {"samples_with_spike", samples_with_spike}};
+        run.verdict(v);
         run.finish();
     } catch (const Error& e) {
         std::cerr << e.what() << "\n";

@@ -6,7 +6,8 @@
 // recent ones ("s+(W−s)"), as a mask on every layer's attention scores (analysis::add_streaming_window;
 // positions keep their original RoPE angles). NLL is counted on the predictions of positions ≥ W,
 // where eviction has happened.
-// Command: build/experiments/p2_streaming_window [--samples 4] [--window 64] [--out out/p2_streaming_window]
+// Verdict: (0+W)/(4+(W−4)) and (4+(W−4))/full perplexity ratios, paired bootstrap over samples (rule below).
+// Command: build/experiments/p2_streaming_window [--samples 64] [--window 64] [--out out/p2_streaming_window]
 // Writes: conditions.csv (condition, sinks, window, mean NLL, perplexity), meta.json.
 #include "common.hpp"
 
@@ -16,7 +17,7 @@ using namespace sinkscope;
 using namespace sinkscope::experiments;
 
 struct Config {
-    std::int64_t samples = 4;
+    std::int64_t samples = 64;
     std::int64_t seq_len = 256;
     std::int64_t window = 64;              // W, the cache size
     std::vector<std::int64_t> sinks{0, 1, 4};  // initial tokens kept
@@ -31,7 +32,7 @@ int main(int argc, char** argv) {
     app.add_option("--seq-len", cfg.seq_len, "tokens per sample")->capture_default_str();
     app.add_option("--window", cfg.window, "cache size W")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 1; cfg.seq_len = 24; cfg.window = 8; }
+    if (opt.smoke) { cfg.samples = 4; cfg.seq_len = 24; cfg.window = 8; }
     try {
         Run run("p2_streaming_window", "StreamingLLM: 0+W window attention collapses, 4+(W-4) restores perplexity", opt, argc, argv);
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"window", cfg.window}, {"sinks", cfg.sinks},
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
         std::vector<Cond> conds{{"full", -1, -1}};
         for (auto s : cfg.sinks) conds.push_back({std::to_string(s) + "+" + std::to_string(cfg.window - s), s, cfg.window});
         run.phase("perplexity");
+        std::vector<std::vector<double>> sample_nll(conds.size());  // per condition: mean NLL of each sample (positions ≥ W)
         for (std::size_t k = 0; k < conds.size(); ++k) {
             analysis::NllAccumulator acc;
             for (const auto& t : smp) {
@@ -52,14 +54,44 @@ int main(int argc, char** argv) {
                 if (conds[k].sinks >= 0) analysis::add_streaming_window(hooks, c.n_layers, conds[k].sinks, conds[k].window);
                 const auto logits = model::forward(c, in.m.weights, t, &hooks);
                 const auto nll = analysis::token_nll(logits, t);
-                acc.add(std::vector<double>(nll.begin() + std::min<std::size_t>(nll.size(), cfg.window), nll.end()));
-                run.progress(std::int64_t(k) + 1, std::int64_t(conds.size()), "conditions");
+                const std::vector<double> late(nll.begin() + std::min<std::size_t>(nll.size(), cfg.window), nll.end());
+                acc.add(late);
+                analysis::NllAccumulator one;
+                one.add(late);
+                sample_nll[k].push_back(one.mean());
             }
+            run.progress(std::int64_t(k) + 1, std::int64_t(conds.size()), "conditions");
             csv.row(conds[k].name, conds[k].sinks, conds[k].window, acc.mean(), acc.perplexity());
             cj[conds[k].name] = {{"sinks", conds[k].sinks}, {"window", conds[k].window}, {"mean_nll", acc.mean()},
-                                 {"perplexity", acc.perplexity()}};
+                                 {"perplexity", acc.perplexity()}, {"sample_mean_nll", sample_nll[k]}};
         }
         run.results()["conditions"] = cj;
+
+        // Verdict. Every sample has the same number of scored predictions, so a perplexity ratio is
+        //   ppl_a / ppl_b = exp(mean_s (NLL_a,s − NLL_b,s)),   paired bootstrap over samples.
+        using namespace sinkscope::analysis;
+        auto index_of = [&](std::int64_t sinks) {
+            for (std::size_t k = 0; k < conds.size(); ++k) if (conds[k].sinks == sinks) return k;
+            throw Error("P2: the verdict needs the " + std::to_string(sinks) + "-sink condition (--sinks)");
+        };
+        const std::int64_t N = std::int64_t(smp.size());
+        auto ratio_condition = [&](const std::string& name, std::size_t a, std::size_t b, double threshold, Side side) {
+            std::vector<double> diff;
+            for (std::int64_t s = 0; s < N; ++s) diff.push_back(sample_nll[a][s] - sample_nll[b][s]);
+            auto ratio = [](const std::vector<double>& x) { return std::exp(mean_of(x)); };
+            return bootstrap_condition(name, ratio(diff), bootstrap(diff, ratio), N, threshold, side);
+        };
+        const std::string W = std::to_string(cfg.window), W4 = std::to_string(cfg.window - 4);
+        Verdict v("P2",
+                  "Perplexity on the predictions at positions >= W, ratios with a paired bootstrap over samples (exp of the mean "
+                  "per-sample NLL difference): 0+W window / 4+(W-4) window >= 2 (lower bound; convention, paper: 5158 / 5.40 for "
+                  "Llama-2-13B at W = 1024), and 4+(W-4) / full attention <= 1.25 (upper bound; convention: 'restores'). On the "
+                  "random-init null no token is special, so every window scores alike and the first ratio stays near 1.",
+                  kRandomInitNull);
+        v.condition(ratio_condition("perplexity ratio (0+" + W + ") / (4+" + W4 + ")", index_of(0), index_of(4), 2, Side::at_least));
+        v.condition(ratio_condition("perplexity ratio (4+" + W4 + ") / full", index_of(4), index_of(-1), 1.25, Side::at_most));
+        v.details() = {{"window", cfg.window}, {"samples", N}, {"seq_len", cfg.seq_len}};
+        run.verdict(v);
         run.finish();
     } catch (const Error& e) {
         std::cerr << e.what() << "\n";
