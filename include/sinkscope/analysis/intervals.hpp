@@ -70,7 +70,7 @@ inline double mean_of(const std::vector<double>& x) {
 }
 
 // The median of a sample (core/measures.hpp).
-using measure::median_of;
+using measures::median_of;
 
 using Statistic = std::function<double(const std::vector<double>&)>;
 

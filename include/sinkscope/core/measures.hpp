@@ -21,7 +21,7 @@
 
 #include "sinkscope/core/error.hpp"
 
-namespace sinkscope::measure {
+namespace sinkscope::measures {
 
 inline constexpr double kMassiveAbs = 100.0;      // |x| > 100
 inline constexpr double kMassiveRatio = 1000.0;   // |x| ≥ 1000 × median |x|
@@ -60,4 +60,4 @@ double received_attention(const T* A, std::int64_t n, std::int64_t k) {
     return s / double(n - k);
 }
 
-}  // namespace sinkscope::measure
+}  // namespace sinkscope::measures

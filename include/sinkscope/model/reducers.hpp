@@ -55,7 +55,7 @@ public:
             return n ? s / double(n) : 0.0;
         }
         // Sun et al.'s criterion applied to the largest activation of this layer.
-        bool massive() const { return !top.empty() && measure::is_massive(top[0].abs_value, median()); }
+        bool massive() const { return !top.empty() && measures::is_massive(top[0].abs_value, median()); }
     };
 
     ResidualStats(std::int64_t n_layers, int k = 3, std::string short_name = "resid_post")
@@ -90,7 +90,7 @@ private:
             L.norm_sum[t] += std::sqrt(s);
             L.norm_count[t] += 1;
         }
-        L.medians.push_back(measure::median_abs(x.data, x.size()));
+        L.medians.push_back(measures::median_abs(x.data, x.size()));
     }
 
     std::vector<Layer> layers_;
@@ -127,7 +127,7 @@ public:
         for (const auto& a : alpha0_) {
             std::int64_t hits = 0;
             for (std::int64_t l = first; l <= last; ++l)
-                for (std::int64_t h = 0; h < H_; ++h) hits += measure::is_sink(a[l * H_ + h], eps);
+                for (std::int64_t h = 0; h < H_; ++h) hits += measures::is_sink(a[l * H_ + h], eps);
             out.push_back(double(hits) / double((last - first + 1) * H_));
         }
         return out;
@@ -147,7 +147,7 @@ public:
     // Per-head sink indicator rate: fraction of samples in which α₀(layer, head) > ε.
     double head_sink_rate(std::int64_t layer, std::int64_t head, double eps) const {
         double hits = 0;
-        for (const auto& a : alpha0_) hits += measure::is_sink(a[layer * H_ + head], eps);
+        for (const auto& a : alpha0_) hits += measures::is_sink(a[layer * H_ + head], eps);
         return alpha0_.empty() ? 0.0 : hits / double(alpha0_.size());
     }
     std::int64_t samples() const { return std::int64_t(alpha0_.size()); }
@@ -162,7 +162,7 @@ private:
             if (r.sum.size() < std::size_t(n)) { r.sum.resize(n, 0.0); r.count.resize(n, 0); }
             const T* A = p.data + h * n * n;
             for (std::int64_t k = 0; k < n; ++k) {
-                const double alpha = measure::received_attention(A, n, k);
+                const double alpha = measures::received_attention(A, n, k);
                 r.sum[k] += alpha;
                 r.count[k] += 1;
                 if (k == 0) alpha0_.back()[l * H_ + h] = alpha;

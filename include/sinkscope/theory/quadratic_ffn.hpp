@@ -177,7 +177,7 @@ std::vector<Index> detect_spike_channels(const Eigen::MatrixBase<Derived>& frobe
         if (v[static_cast<std::size_t>(k)] < 0) throw Error("detect_spike_channels: a Frobenius norm is negative");
     }
     const std::size_t n = v.size();
-    const double median = measure::median_of(v);
+    const double median = measures::median_of(v);
     if (!(median > 0.0))
         throw Error("detect_spike_channels: the median ||U_k||_F is 0, so the relative rule is undefined");
     std::vector<Index> out;

@@ -92,9 +92,9 @@ TraceRecord measure_trace(const model::Config& c, const model::Weights<T>& w,
                 const std::int64_t H = a.shape[0], n = a.shape[1];
                 std::int64_t sinks = 0;
                 for (std::int64_t h = 0; h < H; ++h) {
-                    const double alpha0 = measure::received_attention(a.data + h * n * n, n, 0);
+                    const double alpha0 = measures::received_attention(a.data + h * n * n, n, 0);
                     L.alpha0[h] += alpha0 / S;
-                    sinks += measure::is_sink(alpha0, eps);
+                    sinks += measures::is_sink(alpha0, eps);
                 }
                 L.sink_rate += double(sinks) / double(H) / S;
                 (void)c;
@@ -111,7 +111,7 @@ TraceRecord measure_trace(const model::Config& c, const model::Weights<T>& w,
                     if (t == 0) L.p0_norm += std::sqrt(sq) / S;
                     else L.rest_norm += std::sqrt(sq) / double(n - 1) / S;
                 }
-                L.median_abs += measure::median_abs(a.data, n * d) / S;
+                L.median_abs += measures::median_abs(a.data, n * d) / S;
             });
         }
         const model::Mat<T> logits = model::forward(c, w, in, &hooks);
