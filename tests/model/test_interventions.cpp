@@ -72,3 +72,40 @@ TEST_CASE("patching an activation from another run reproduces that run downstrea
     patch<double>(wrong, "blocks.1.hook_resid_pre", std::vector<double>(5, 0.0));
     CHECK_THROWS_AS(forward(c, w, kTokens, &wrong), sinkscope::Error);
 }
+
+TEST_CASE("copy_position places one row of an activation onto other rows of the same run", "[model][interventions]") {
+    const Config c = tiny_llama();
+    const auto w = random_weights<double>(c, 14);
+    const std::string name = "blocks.0.hook_attn_out";
+    HookSet<double> clean_hooks;
+    ActivationCache<double> clean;
+    clean.attach(clean_hooks, std::vector<std::string>{name});
+    const Mat<double> clean_logits = forward(c, w, kTokens, &clean_hooks);
+    const auto& a = clean[name].data;
+    const std::int64_t d = c.d_model;
+
+    // Copying row 0 onto rows 2 and 4 equals patching those rows with row 0's clean values.
+    HookSet<double> copy_hooks, patch_hooks;
+    copy_position<double>(copy_hooks, name, 0, {2, 4});
+    std::vector<double> rows(a.begin(), a.begin() + d);
+    rows.insert(rows.end(), a.begin(), a.begin() + d);
+    patch<double>(patch_hooks, name, rows, {2, 4});
+    const Mat<double> copied = forward(c, w, kTokens, &copy_hooks);
+    CHECK(max_diff(copied, forward(c, w, kTokens, &patch_hooks)) < 1e-12);
+    CHECK(max_diff(copied, clean_logits) > 1e-6);
+    // Position 0 and 1 are upstream of the copies under the causal mask: their logits do not change.
+    CHECK((copied.topRows(2) - clean_logits.topRows(2)).cwiseAbs().maxCoeff() < 1e-12);
+
+    // Empty targets: every other row; the source row keeps its value.
+    HookSet<double> all_hooks;
+    ActivationCache<double> after;
+    copy_position<double>(all_hooks, name, 3);
+    after.attach(all_hooks, std::vector<std::string>{name});
+    forward(c, w, kTokens, &all_hooks);
+    for (std::int64_t t = 0; t < std::int64_t(kTokens.size()); ++t)
+        for (std::int64_t j = 0; j < d; ++j) CHECK(after[name].data[t * d + j] == a[3 * d + j]);
+
+    HookSet<double> bad;
+    copy_position<double>(bad, name, 99);
+    CHECK_THROWS_AS(forward(c, w, kTokens, &bad), sinkscope::Error);
+}

@@ -6,6 +6,8 @@
 //   ablate_attention       hook_attn_out ← 0      the whole attention block of a layer
 //   ablate_mlp             hook_mlp_out ← 0       the whole FFN block of a layer
 //   patch                  x ← values             replace any hooked activation (or some positions of it)
+//   copy_position          x[t] ← x[src]          within the same run: row `src` copied onto rows `to`
+//                                                 (e.g. position 0's attention output placed at t ≥ 1)
 // Running without BOS is not an intervention: the caller chooses the tokens (tokenizer's add_bos).
 #pragma once
 
@@ -104,6 +106,22 @@ void patch(HookSet<T>& hooks, const std::string& name, std::vector<T> values, st
         for (std::size_t i = 0; i < positions.size(); ++i) {
             require(positions[i] >= 0 && positions[i] < x.shape[0], "patch: position out of range", {"", n, {}});
             std::copy_n(v->data() + i * row, row, x.data + positions[i] * row);
+        }
+    });
+}
+
+// Copies row `source` of the [pos, features…] activation `name` onto the rows `targets` of the same
+// activation, in the same run (all rows but `source` if `targets` is empty). The copy is taken before
+// any row is overwritten. Rows past the sequence end are ignored; a source past the end is an error.
+template <class T>
+void copy_position(HookSet<T>& hooks, const std::string& name, std::int64_t source, std::vector<std::int64_t> targets = {}) {
+    hooks.add(name, [source, targets](const std::string& n, ActivationRef<T>& x) {
+        require(source >= 0 && source < x.shape[0], "copy_position: source row " + std::to_string(source) + " out of range", {"", n, {}});
+        const std::int64_t row = x.size() / x.shape[0];
+        const std::vector<T> src(x.data + source * row, x.data + (source + 1) * row);
+        for (std::int64_t t : detail::positions_or_all(targets, x.shape[0])) {
+            if (t < 0 || t >= x.shape[0] || (targets.empty() && t == source)) continue;
+            std::copy(src.begin(), src.end(), x.data + t * row);
         }
     });
 }
