@@ -1,7 +1,19 @@
-// Seeded rapidcheck properties inside Catch2 for the theory tests.
+// Seeded rapidcheck properties inside Catch2 for the theory tests, and rapidcheck generators for
+// their Eigen inputs.
 //
 // sinkscope::test::property(description, testable, cases, seed): check_property (seeded_property.hpp)
-// with 1000 cases and the theory seed by default.
+// with 1000 cases and the theory seed by default; RC_PARAMS="seed=N" runs another search.
+//
+// Generators (namespace sinkscope::test::gen): every entry of a vector or matrix is drawn by
+// rapidcheck, so a failing case SHRINKS entry by entry (towards 0, or towards the simplest value
+// named below) and rapidcheck prints the small counter-example. Use them inside a property as
+//     const Eigen::VectorXd x = *gen::vector(d);
+// Entries are sd * k / 4096 with k uniform on |k| <= sqrt(3) * 4096: mean 0, standard deviation sd
+// (as the legacy Gaussians), and a shrunk entry reads as a short binary fraction of sd (1, 0.5, ...).
+//
+// The engine-based helpers at the end (engine, gaussian_vector, ...) are the LEGACY path: a seed
+// drawn by rapidcheck feeds a std::mt19937_64, so contents cannot shrink. Use them for fixed
+// examples only; properties that still use them (cone model, sink geometry) should move to gen::.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -10,22 +22,124 @@
 #include "seeded_property.hpp"
 
 #include <Eigen/Core>
+#include <Eigen/QR>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace sinkscope::test {
 
-inline constexpr std::uint64_t kTheorySeed = 20260303;  // the seed of every theory property
+inline constexpr std::uint64_t kTheorySeed = 20260303;  // the seed of every theory property (CI)
 
 template <class Testable>
 void property(const std::string& description, Testable&& testable, int cases = 1000,
               std::uint64_t seed = kTheorySeed) {
     check_property(description, std::forward<Testable>(testable), cases, seed);
 }
+
+namespace gen {
+
+using RowMatrixXd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// An integer uniform on [lo, hi] whatever rapidcheck's size (theory inputs are full-scale from the
+// first case), shrinking towards `target` (which must lie in [lo, hi]).
+inline rc::Gen<int> integer(int lo, int hi, int target) {
+    return [=](const rc::Random& random, int /*size*/) {
+        const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(hi) - lo + 1);
+        const int value = static_cast<int>(lo + static_cast<std::int64_t>(rc::Random(random).next() % span));
+        return rc::shrinkable::shrinkRecur(value, [=](int x) { return rc::shrink::towards<int>(x, target); });
+    };
+}
+
+// The same, shrinking towards the value of [lo, hi] nearest to 0.
+inline rc::Gen<int> integer(int lo, int hi) { return integer(lo, hi, lo > 0 ? lo : (hi < 0 ? hi : 0)); }
+
+// true with probability p (in steps of 1/1000), shrinking towards false.
+inline rc::Gen<bool> bernoulli(double p) {
+    const int cut = static_cast<int>(std::lround(1000.0 * (1.0 - p)));
+    return rc::gen::map(integer(0, 999, 0), [cut](int x) { return x >= cut; });
+}
+
+inline constexpr int kGrid = 4096;  // entries are k / kGrid
+
+// A real number sd * k / kGrid, k uniform on [-sqrt(3) kGrid, sqrt(3) kGrid] (standard deviation sd),
+// shrinking towards 0.
+inline rc::Gen<double> real(double sd = 1.0) {
+    constexpr int kMax = 7094;  // sqrt(3) * 4096
+    return rc::gen::map(integer(-kMax, kMax), [sd](int k) { return sd * k / kGrid; });
+}
+
+// A real number uniform on the grid of [lo, hi], shrinking towards lo.
+inline rc::Gen<double> real_in(double lo, double hi) {
+    return rc::gen::map(integer(0, kGrid, 0), [lo, hi](int k) { return lo + (hi - lo) * k / kGrid; });
+}
+
+// A vector of n entries real(sd), shrinking entry by entry.
+inline rc::Gen<Eigen::VectorXd> vector(Eigen::Index n, double sd = 1.0) {
+    return rc::gen::map(rc::gen::container<std::vector<double>>(static_cast<std::size_t>(n), real(sd)),
+                        [](const std::vector<double>& v) {
+                            return Eigen::VectorXd(Eigen::Map<const Eigen::VectorXd>(v.data(), Eigen::Index(v.size())));
+                        });
+}
+
+// An (r, c) row-major matrix of entries real(sd), shrinking entry by entry.
+inline rc::Gen<RowMatrixXd> matrix(Eigen::Index r, Eigen::Index c, double sd = 1.0) {
+    return rc::gen::map(rc::gen::container<std::vector<double>>(static_cast<std::size_t>(r * c), real(sd)),
+                        [r, c](const std::vector<double>& v) {
+                            return RowMatrixXd(Eigen::Map<const RowMatrixXd>(v.data(), r, c));
+                        });
+}
+
+// p = softmax(temperature * z), z from vector(n), temperature in [0, 4]: flat and peaked
+// probability vectors (max logit gap up to 14). Shrinks towards the uniform vector.
+inline rc::Gen<Eigen::VectorXd> simplex(Eigen::Index n) {
+    return rc::gen::map(rc::gen::pair(real_in(0.0, 4.0), vector(n)), [](const std::pair<double, Eigen::VectorXd>& tz) {
+        Eigen::VectorXd z = tz.first * tz.second;
+        z.array() -= z.maxCoeff();
+        Eigen::VectorXd p = z.array().exp();
+        return Eigen::VectorXd(p / p.sum());
+    });
+}
+
+// A causal attention pattern (T, T): row t is softmax(temperature_t * z_t) over keys 0..t (as in
+// simplex), zero after. Shrinks towards uniform causal attention.
+inline rc::Gen<RowMatrixXd> causal_pattern(Eigen::Index T) {
+    const auto n_logits = static_cast<std::size_t>(T * (T + 1) / 2);
+    return rc::gen::map(rc::gen::pair(rc::gen::container<std::vector<double>>(static_cast<std::size_t>(T), real_in(0.0, 4.0)),
+                                      rc::gen::container<std::vector<double>>(n_logits, real())),
+                        [T](const std::pair<std::vector<double>, std::vector<double>>& tz) {
+                            RowMatrixXd A = RowMatrixXd::Zero(T, T);
+                            std::size_t at = 0;
+                            for (Eigen::Index t = 0; t < T; ++t) {
+                                Eigen::VectorXd z = tz.first[std::size_t(t)] *
+                                                    Eigen::Map<const Eigen::VectorXd>(tz.second.data() + at, t + 1);
+                                at += std::size_t(t + 1);
+                                z.array() -= z.maxCoeff();
+                                const Eigen::VectorXd p = z.array().exp();
+                                A.row(t).head(t + 1) = (p / p.sum()).transpose();
+                            }
+                            return A;
+                        });
+}
+
+// A (d, d) orthogonal matrix: the Q of a Householder QR of matrix(d, d). Shrinks towards the
+// identity (the QR of the zero matrix), i.e. towards axis-aligned eigenvectors.
+inline rc::Gen<Eigen::MatrixXd> orthogonal(Eigen::Index d) {
+    return rc::gen::map(matrix(d, d), [d](const RowMatrixXd& M) {
+        const Eigen::MatrixXd square = M;
+        const Eigen::HouseholderQR<Eigen::MatrixXd> qr(square);
+        return Eigen::MatrixXd(qr.householderQ() * Eigen::MatrixXd::Identity(d, d));
+    });
+}
+
+}  // namespace gen
+
+// ---- LEGACY: a fixed engine per case (contents do not shrink) --------------------------------
 
 // A deterministic engine for the vectors of one case: rapidcheck draws the seed (and shrinks it).
 inline std::mt19937_64 engine(std::uint64_t seed) { return std::mt19937_64(seed * 0x9E3779B97F4A7C15ULL + 1); }
