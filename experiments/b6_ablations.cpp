@@ -6,11 +6,16 @@
 // (BOS at position 0), equal seeds and steps for every variant. Per variant at the end of training
 // (train::Trainer::trace on validation sequences): spike = the largest |resid_post| over layers,
 // spike ratio = spike / median |x| of that layer, sink ratio = Sink^0.3_0 over every (layer, head), and
-// the validation loss. The paper's values stand beside; the verdict compares directions against the
-// baseline (rule in the report).
-// Command: build/experiments/b6_ablations [--steps 1000] [--task bigram-backcopy|zipf] [--variants all] [--out out/b6_ablations]
-// Writes: variants.csv, meta.json.
+// the validation loss, each for --seeds seeds (mean and bootstrap interval over seeds). The paper's values
+// stand beside. Verdicts, one per column (sinks, spikes): directions against the baseline with intervals
+// over seeds, scored only when the baseline shows the column's phenomenon — a sink with room to rise by
+// 20%, a massive activation — otherwise "not shown at this scale" (rules in the Verdicts below).
+// Null (--random-init SEED): every variant keeps its random initial weights (no training).
+// Command: build/experiments/b6_ablations [--steps 1000] [--seeds 3] [--task bigram-backcopy|zipf] [--variants all]
+// Writes: variants.csv (one row per variant and seed), meta.json.
 #include "training.hpp"
+
+#include <numeric>
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
@@ -18,6 +23,7 @@ using namespace sinkscope::experiments;
 struct Config {
     TrainSize size{2, 64, 4, 64, 64, 3, 1000, 8, 8, 3e-3, 0.1};  // 2 layers, d 64, 4 heads, T 64, 1000 steps
     std::string variants = "all";   // comma-separated names, or all
+    std::int64_t seeds = 3;         // training seeds per variant
 };
 
 struct Variant {
@@ -35,6 +41,7 @@ int main(int argc, char** argv) {
     app.add_option("--lr", cfg.size.lr, "peak learning rate")->capture_default_str();
     app.add_option("--steps", cfg.size.steps, "optimizer steps per variant")->capture_default_str();
     app.add_option("--variants", cfg.variants, "comma-separated variant names, or all")->capture_default_str();
+    app.add_option("--seeds", cfg.seeds, "training seeds per variant (mean and interval over seeds)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
     if (opt.smoke) { cfg.size = TrainSize{1, 16, 2, 16, 8, 2, 3, 2, 2, 3e-3, 0.1}; }
     const double na = std::nan("");
@@ -56,43 +63,142 @@ int main(int argc, char** argv) {
     };
     try {
         Run run("b6_ablations", "B6: spikes and sinks are separable (ablation table)", opt, argc, argv);
-        run.meta()["model"] = "trained from scratch (see config)";
+        const bool null_run = opt.random_init >= 0;
+        run.meta()["model"] = null_run ? "random weights in each variant's layout, never trained (null control; --model ignored)"
+                                       : "trained from scratch (see config)";
         run.meta()["corpus"] = "bigram-backcopy (synthetic)";
         std::vector<Variant> chosen;
         for (const auto& v : all)
             if (cfg.variants == "all" || ("," + cfg.variants + ",").find("," + v.name + ",") != std::string::npos) chosen.push_back(v);
         require(!chosen.empty(), "--variants selects nothing");
+        require(cfg.seeds >= 1, "--seeds must be >= 1");
         run.config() = {{"size", {{"layers", cfg.size.layers}, {"d_model", cfg.size.d_model}, {"heads", cfg.size.heads},
                                   {"seq_len", cfg.size.seq_len}, {"steps", cfg.size.steps}, {"batch", cfg.size.batch}}},
-                        {"variants", cfg.variants},
+                        {"variants", cfg.variants}, {"seeds", cfg.seeds},
                         {"loss_windows", "paper 1024-4096 / 2048-4096 of 4096 -> [T/4, T) / [T/2, T)"}};
-        Csv csv(run.path("variants.csv"), {"variant", "val_loss", "sink_ratio", "spike", "spike_ratio", "paper_ppl", "paper_sink",
-                                           "paper_spike", "seconds"});
-        json vj = json::array();
+        Csv csv(run.path("variants.csv"), {"variant", "seed", "val_loss", "sink_ratio", "spike", "spike_ratio", "paper_ppl",
+                                           "paper_sink", "paper_spike", "seconds"});
+        auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
+        // Per variant, per seed: sink ratio, spike (largest |resid_post|), spike / median, validation loss.
+        struct PerSeed { std::vector<double> sink, spike, spike_ratio, val_loss, seconds; std::string model; };
+        std::vector<PerSeed> measured(chosen.size());
         for (std::size_t i = 0; i < chosen.size(); ++i) {
             const auto& v = chosen[i];
             run.phase(v.name);
-            const auto tc = train_config(cfg.size, opt.seed + 1, [&](TC& t) { v.apply(t, cfg.size.seq_len); });
-            const auto t0 = Clock::now();
-            train::Trainer<float> trainer(tc, train::make_data(tc.task));
-            while (trainer.current_step() < tc.steps) {
-                trainer.step();
-                run.progress(trainer.current_step(), tc.steps, v.name + " steps");
+            for (std::int64_t k = 0; k < cfg.seeds; ++k) {
+                const std::uint64_t seed = opt.seed + 1 + 1000 * std::uint64_t(k);  // seed 0 is the single seed of earlier runs
+                const auto tc = train_config(cfg.size, seed, [&](TC& t) { v.apply(t, cfg.size.seq_len); });
+                const auto t0 = Clock::now();
+                train::Trainer<float> trainer(tc, train::make_data(tc.task));
+                if (null_run) trainer.weights() = train::init_weights<float>(tc.model, std::uint64_t(opt.random_init) + seed);
+                else
+                    while (trainer.current_step() < tc.steps) {
+                        trainer.step();
+                        run.progress(trainer.current_step(), tc.steps, v.name + " seed " + std::to_string(k) + " steps");
+                    }
+                const auto tr = trainer.trace();
+                double spike = 0, ratio = 0;
+                for (const auto& l : tr.layers)
+                    if (l.top[0].value > spike) { spike = l.top[0].value; ratio = l.median_abs > 0 ? spike / l.median_abs : 0.0; }
+                const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+                csv.row(v.name, seed, tr.val_loss, tr.sink_rate, spike, ratio, v.paper_ppl, v.paper_sink, v.paper_spike, secs);
+                measured[i].sink.push_back(tr.sink_rate);
+                measured[i].spike.push_back(spike);
+                measured[i].spike_ratio.push_back(ratio);
+                measured[i].val_loss.push_back(tr.val_loss);
+                measured[i].seconds.push_back(secs);
+                measured[i].model = tc.model.describe();
+                std::cerr << "  " << v.name << " seed " << k << ": val loss " << tr.val_loss << ", sink " << 100 * tr.sink_rate
+                          << "%, spike " << spike << " (" << secs << " s)\n";
             }
-            const auto tr = trainer.trace();
-            double spike = 0, ratio = 0;
-            for (const auto& l : tr.layers)
-                if (l.top[0].value > spike) { spike = l.top[0].value; ratio = l.median_abs > 0 ? spike / l.median_abs : 0.0; }
-            const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-            csv.row(v.name, tr.val_loss, tr.sink_rate, spike, ratio, v.paper_ppl, v.paper_sink, v.paper_spike, secs);
-            auto num = [](double x) { return std::isnan(x) ? json(nullptr) : json(x); };
-            vj.push_back({{"variant", v.name}, {"val_loss", tr.val_loss}, {"sink_ratio", tr.sink_rate}, {"spike", spike},
-                          {"spike_ratio", ratio}, {"paper_ppl", num(v.paper_ppl)}, {"paper_sink", v.paper_sink / 100.0},
-                          {"paper_spike", v.paper_spike}, {"seconds", secs}, {"model", tc.model.describe()}});
-            std::cerr << "  " << v.name << ": val loss " << tr.val_loss << ", sink " << 100 * tr.sink_rate << "%, spike " << spike
-                      << " (" << secs << " s)\n";
+        }
+
+        // Directions against the baseline, per column, with intervals over seeds.
+        //   ratio r = mean_seeds(variant) / mean_seeds(baseline), paired by seed index (bootstrap_ratio);
+        //   ours: "up" when the whole interval of r lies above 1.2, "down" below 0.8, "same" inside [0.8, 1.2],
+        //   otherwise "undecided" (never agrees). Paper: value / baseline value, same ±20% band.
+        using namespace sinkscope::analysis;
+        auto paper_direction = [](double x, double base) {
+            const double rel = x / base - 1;
+            return std::abs(rel) <= 0.2 ? std::string("same") : rel > 0 ? std::string("up") : std::string("down");
+        };
+        auto our_direction = [](Interval r) {
+            if (r.lo > 1.2) return std::string("up");
+            if (r.hi < 0.8) return std::string("down");
+            if (r.lo >= 0.8 && r.hi <= 1.2) return std::string("same");
+            return std::string("undecided");
+        };
+        const auto base_it = std::find_if(chosen.begin(), chosen.end(), [](const Variant& v) { return v.name == "baseline"; });
+        const bool has_base = base_it != chosen.end();
+        const std::size_t b = has_base ? std::size_t(base_it - chosen.begin()) : 0;
+        json vj = json::array();
+        struct Column { std::string name; std::int64_t agree = 0, scored = 0; };
+        Column sink_col{"sink"}, spike_col{"spike"};
+        for (std::size_t i = 0; i < chosen.size(); ++i) {
+            const auto& v = chosen[i];
+            const auto& m = measured[i];
+            json row{{"variant", v.name}, {"val_loss", mean_of(m.val_loss)}, {"sink_ratio", mean_of(m.sink)},
+                     {"sink_ratio_ci", {bootstrap_mean(m.sink).lo, bootstrap_mean(m.sink).hi}}, {"spike", mean_of(m.spike)},
+                     {"spike_ci", {bootstrap_mean(m.spike).lo, bootstrap_mean(m.spike).hi}}, {"spike_ratio", mean_of(m.spike_ratio)},
+                     {"seeds", {{"sink_ratio", m.sink}, {"spike", m.spike}, {"spike_ratio", m.spike_ratio}, {"val_loss", m.val_loss}}},
+                     {"paper_ppl", num(v.paper_ppl)}, {"paper_sink", v.paper_sink / 100.0}, {"paper_spike", v.paper_spike},
+                     {"seconds", std::accumulate(m.seconds.begin(), m.seconds.end(), 0.0)}, {"model", m.model}};
+            if (has_base && i != b) {
+                const auto& mb = measured[b];
+                const double rs = mean_of(mb.sink) > 0 ? mean_of(m.sink) / mean_of(mb.sink) : std::nan("");
+                const Interval cs = mean_of(mb.sink) > 0 ? bootstrap_ratio(m.sink, mb.sink) : Interval{std::nan(""), std::nan("")};
+                const double rp = mean_of(mb.spike) > 0 ? mean_of(m.spike) / mean_of(mb.spike) : std::nan("");
+                const Interval cp = mean_of(mb.spike) > 0 ? bootstrap_ratio(m.spike, mb.spike) : Interval{std::nan(""), std::nan("")};
+                const std::string ps = paper_direction(v.paper_sink, base_it->paper_sink), os = our_direction(cs);
+                const std::string pp = paper_direction(v.paper_spike, base_it->paper_spike), op = our_direction(cp);
+                row["sink_direction"] = {{"paper", ps}, {"ours", os}, {"ratio", num(rs)}, {"ci", {num(cs.lo), num(cs.hi)}}};
+                row["spike_direction"] = {{"paper", pp}, {"ours", op}, {"ratio", num(rp)}, {"ci", {num(cp.lo), num(cp.hi)}}};
+                sink_col.scored++; sink_col.agree += ps == os;
+                spike_col.scored++; spike_col.agree += pp == op;
+            }
+            vj.push_back(row);
         }
         run.results()["variants"] = vj;
+
+        // Verdicts, one per column; each is scored only when the baseline shows its phenomenon.
+        const double nan = std::nan("");
+        const std::int64_t S = cfg.seeds;
+        const auto& mb = measured[b];
+        const std::string band = "Per variant, the ratio of its mean over seeds to the baseline's (paired by seed, bootstrap interval) "
+                                 "gives our direction: up when the whole interval lies above 1.2, down below 0.8, same inside [0.8, 1.2], "
+                                 "otherwise undecided (never agrees); the paper's direction is its value over its baseline with the same "
+                                 "+-20% band (convention). Reproduced when >= 75% of the variants agree (exact share over the table's "
+                                 "variants; convention).";
+        Verdict vs("B6 (sinks)",
+                   "Preconditions (else not shown at this scale): the baseline has a sink, mean sink ratio Sink^0.3_0 over seeds "
+                   "with bootstrap lower bound >= 0.05 (convention), and room to go up, upper bound <= 1/1.2 = 0.833 (a +20% rise, "
+                   "the band below, must be possible; a saturated baseline makes the paper's 'up' rows impossible). " + band,
+                   kRandomInitNull);
+        const Interval bs = bootstrap_mean(mb.sink);
+        vs.precondition(bootstrap_condition("baseline sink ratio (mean over seeds) has a sink", mean_of(mb.sink), bs, S, 0.05), Outcome::not_shown);
+        vs.precondition(bootstrap_condition("baseline sink ratio (mean over seeds) leaves room for a +20% rise", mean_of(mb.sink), bs, S,
+                                            1.0 / 1.2, Side::at_most), Outcome::not_shown);
+        vs.condition(exact_condition("share of variants whose sink direction agrees with the paper",
+                                     sink_col.scored ? double(sink_col.agree) / double(sink_col.scored) : nan, sink_col.scored, 0.75));
+        vs.details() = {{"agree", sink_col.agree}, {"scored", sink_col.scored}, {"seeds", S}};
+        std::int64_t massive_seeds = 0;
+        for (std::int64_t k = 0; k < S; ++k)
+            massive_seeds += is_massive(mb.spike[k], mb.spike_ratio[k] > 0 ? mb.spike[k] / mb.spike_ratio[k] : 0.0);
+        Verdict vp("B6 (spikes)",
+                   "Precondition (else not shown at this scale): the baseline has a massive activation (Sun et al.: |x| > 100 and "
+                   ">= 1000 x the layer's median |x|) in every seed (exact share = 1). " + band,
+                   kRandomInitNull);
+        vp.precondition(exact_condition("share of baseline seeds with a massive activation", double(massive_seeds) / double(S), S, 1.0),
+                        Outcome::not_shown);
+        vp.condition(exact_condition("share of variants whose spike direction agrees with the paper",
+                                     spike_col.scored ? double(spike_col.agree) / double(spike_col.scored) : nan, spike_col.scored, 0.75));
+        vp.details() = {{"agree", spike_col.agree}, {"scored", spike_col.scored}, {"seeds", S}};
+        if (!has_base) {
+            std::cerr << "  no baseline among --variants: no verdict\n";
+        } else {
+            run.verdict(vs);
+            run.verdict(vp);
+        }
         run.finish();
     } catch (const std::exception& e) {
         std::cerr << e.what() << "\n";
