@@ -1,31 +1,56 @@
-// A4 — training trace: where the position-0 circuit sits during training (Paper A).
-// Claim (30B-A3B MoE): the circuit appears early in middle layers, spreads over the first few positions
-// (it can sit on position 1 for a while) and finally concentrates in layers 0–1; its location is
-// proposed as a convergence signal.
-// Here: a small sinkscope transformer trained from scratch on Guo et al.'s Bigram-Backcopy task
-// (BOS at position 0; sinks form within minutes on a CPU). At every checkpoint, on fixed validation
-// sequences: per layer and key position k ∈ {0 … K−1} the mean attention received α_k (Gu et al.,
-// model::AttentionStats, averaged over heads) and the ℓ2 norm of the residual stream (resid_post) at
-// position k relative to the mean over positions ≥ K (model::ResidualStats); plus the library's
-// training trace (validation loss, sink rate).
-// Command: build/experiments/a4_training_trace [--steps 3000] [--every 150] [--task bigram-backcopy|zipf] [--out out/a4_training_trace]
+// A4 — training trace: where the position-0 sink sits during training (Paper A).
+// Claim (30B-A3B MoE trained without [BOS]): the circuit appears early in middle layers, spreads over
+// the first few positions (it can sit on position 1 for a while) and finally concentrates in layers
+// 0–1; its location is proposed as a convergence signal.
+// Here: a small transformer (4 layers, d 64, 2 heads; Guo et al.'s recipe, training.hpp) trained from scratch on
+// Guo et al.'s Bigram-Backcopy task WITHOUT
+// [BOS] (Paper A's premise: position 0 is an ordinary token), checkpoints every --every steps. At every
+// checkpoint, on the same validation sequences (the independent units): per layer and key position
+// k ∈ {0 … K−1} the mean attention received α_k (Gu et al., model::AttentionStats, averaged over heads),
+// the ℓ2 norm of the residual stream (resid_post) at position k relative to the mean over positions ≥ K
+// (model::ResidualStats), the training trace (validation loss, sink rate), and per sequence the number
+// of sink heads (α₀ > ε) in layers 0–1 and in all layers.
+// Rule (thresholds fixed before measuring; experiments/README.md):
+//   share_c = Σ_i sink heads in layers 0–1 / Σ_i sink heads (pooled over sequences i) at checkpoint c
+//   precondition  a sink forms: Sink^0.3_0 (all layers, mean over sequences, bootstrap) at the last
+//                 checkpoint has lower bound ≥ 0.1 (convention: one head in ten)
+//   precondition  ≥ 3 checkpoints have such a sink (a trend needs three points)
+//   condition     migration: the least-squares change of share_c over the sink checkpoints
+//                 (analysis::share_trend, bootstrap over sequences) has lower bound ≥ 0.1 (convention: the
+//                 sink moves by at least 10 points of its mass toward layers 0–1)
+//   condition     concentration: share at the last checkpoint has lower bound ≥ (1 + 2/L)/2 (convention:
+//                 more than halfway from the uniform share 2/L to all of it; 0.75 at L = 4)
+// Null: checkpoint 0 (the untrained model) has no sink; with --random-init SEED nothing is trained and
+// every checkpoint is that untrained model (seed SEED): no sink → "not applicable".
+// Command: build/experiments/a4_training_trace [--steps 2000] [--every 250] [--eval 64] [--recipe guo] [--out out/a4_training_trace]
 // Writes: alpha.npy, norm_ratio.npy [checkpoints × L × K], checkpoints.csv, meta.json.
 #include "training.hpp"
 
+#include <sinkscope/analysis/checkpoint_trend.hpp>
+#include <sinkscope/analysis/intervals.hpp>
 #include <sinkscope/model/reducers.hpp>
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
 
 struct Config {
-    TrainSize size{3, 64, 4, 64, 64, 3, 3000, 8, 8, 3e-3, 0.1};  // 3 layers, d 64, 4 heads, T 64, 3000 steps
-    std::int64_t every = 150;     // steps between checkpoints
+    // 4 layers, d 64, 2 heads, T 64, 2000 steps, no BOS, Guo et al.'s recipe (training.hpp: the only one that
+    // formed a sink within the budget in our measurements)
+    TrainSize size{4, 64, 2, 64, 64, 3, 2000, 8, 8, 1e-2, 0.1, "bigram-backcopy", false, 0, "guo"};  // lr 1e-2: see A1
+    std::int64_t every = 250;     // steps between checkpoints
+    std::int64_t eval = 64;       // validation sequences per checkpoint
     std::int64_t positions = 4;   // K: key positions tracked
     double eps = 0.3;
 };
 
+namespace {
+constexpr double kSinkForms = 0.1;     // a sink: Sink^0.3_0 lower bound
+constexpr double kMigration = 0.1;     // fitted change of the layers-0–1 share
+constexpr std::int64_t kMinCheckpoints = 3;
+}  // namespace
+
 int main(int argc, char** argv) {
-    CLI::App app{"A4: where the sink and the position-0 norm sit during training"};
+    CLI::App app{"A4: where the sink and the position-0 norm sit during training (no BOS)"};
     CommonOptions opt;
     Config cfg;
     add_common(app, opt);
@@ -34,30 +59,47 @@ int main(int argc, char** argv) {
     app.add_option("--steps", cfg.size.steps, "optimizer steps")->capture_default_str();
     app.add_option("--every", cfg.every, "steps between checkpoints")->capture_default_str();
     app.add_option("--layers", cfg.size.layers, "transformer blocks")->capture_default_str();
+    app.add_option("--recipe", cfg.size.recipe, "sinkscope | guo (training.hpp)")->capture_default_str();
+    app.add_option("--heads", cfg.size.heads, "attention heads per layer")->capture_default_str();
+    app.add_option("--batch", cfg.size.batch, "sequences per step")->capture_default_str();
+    app.add_option("--seq-len", cfg.size.seq_len, "T")->capture_default_str();
+    app.add_option("--eval", cfg.eval, "validation sequences per checkpoint")->capture_default_str();
+    app.add_option("--bos", cfg.size.bos, "train and measure with [BOS] at position 0 (Paper A's premise: no)")->capture_default_str();
     CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.size = TrainSize{2, 16, 2, 16, 8, 2, 6, 2, 2, 3e-3, 0.1}; cfg.every = 3; }
+    if (opt.smoke) {
+        cfg.size = TrainSize{4, 16, 2, 16, 8, 2, 6, 2, 2, 3e-3, 0.1, cfg.size.task, cfg.size.bos, 0, cfg.size.recipe};
+        cfg.every = 2;
+        cfg.eval = 4;
+    }
     try {
         Run run("a4_training_trace", "A4: the sink / P0-norm location over training checkpoints", opt, argc, argv);
+        const bool null_run = opt.random_init >= 0;
         const auto tc = train_config(cfg.size, opt.seed + 1);
-        run.config() = {{"train", tc.to_json()}, {"every", cfg.every}, {"positions", cfg.positions}, {"eps", cfg.eps}};
-        run.meta()["model"] = "trained from scratch (see config.train)";
-        run.meta()["corpus"] = "bigram-backcopy (synthetic)";
+        run.config() = {{"train", tc.to_json()}, {"every", cfg.every}, {"eval_sequences", cfg.eval},
+                        {"positions", cfg.positions}, {"eps", cfg.eps}};
+        run.meta()["model"] = null_run ? "random weights in the trained layout, never trained (null control; --model ignored)"
+                                       : "trained from scratch (see config.train; --model ignored)";
         train::Trainer<float> trainer(tc, train::make_data(tc.task));
+        if (null_run) trainer.weights() = train::init_weights<float>(tc.model, std::uint64_t(opt.random_init));
+        run.meta()["corpus"] = trainer.data().describe() + " (synthetic)";
         const auto& c = trainer.config().model;
-        const std::int64_t L = c.n_layers, K = std::min(cfg.positions, cfg.size.seq_len - 1);
+        const std::int64_t L = c.n_layers, H = c.n_heads, T = cfg.size.seq_len, K = std::min(cfg.positions, T - 1);
         std::vector<Tokens> eval;
-        for (std::int64_t i = 0; i < cfg.size.eval_sequences; ++i) {
+        for (std::int64_t i = 0; i < cfg.eval; ++i) {
             auto s = trainer.data().sequence(std::uint64_t(i), true);
             s.pop_back();  // T + 1 tokens: the model reads the first T
             eval.push_back(s);
         }
         std::vector<float> alpha, ratio;
-        Csv csv(run.path("checkpoints.csv"), {"step", "val_loss", "sink_rate", "best_layer", "best_position", "best_alpha",
-                                              "norm_layer", "norm_position", "norm_ratio"});
+        Csv csv(run.path("checkpoints.csv"), {"step", "val_loss", "sink_rate", "sink_rate_lo", "sink_rate_hi", "share_layers_01",
+                                              "best_layer", "best_position", "best_alpha", "norm_layer", "norm_position", "norm_ratio"});
         json cj = json::array();
+        // Per checkpoint: sink heads in layers 0–1 and in all layers, per sequence; Sink^ε_0 per sequence.
+        std::vector<std::vector<double>> first_heads, all_heads, sink_rates;
+        std::vector<double> steps;
         auto measure = [&](std::int64_t step) {
             model::HookSet<float> hooks;
-            model::AttentionStats<float> as(L, c.n_heads);
+            model::AttentionStats<float> as(L, H);
             model::ResidualStats<float> rs(L, 1);
             as.attach(hooks);
             rs.attach(hooks);
@@ -66,32 +108,55 @@ int main(int argc, char** argv) {
                 as.begin_sample();
                 model::forward(c, trainer.weights(), eval[i], &hooks, no_logits());
             }
+            std::vector<double> f = as.sink_rate_per_sample(cfg.eps, 0, std::min<std::int64_t>(1, L - 1));
+            std::vector<double> a = as.sink_rate_per_sample(cfg.eps);
+            sink_rates.push_back(a);
+            for (auto& x : f) x *= double(std::min<std::int64_t>(2, L) * H);
+            for (auto& x : a) x *= double(L * H);
+            double fs = 0, as_ = 0;
+            for (std::size_t i = 0; i < f.size(); ++i) { fs += f[i]; as_ += a[i]; }
+            first_heads.push_back(f);
+            all_heads.push_back(a);
+            steps.push_back(double(step));
+            const auto& rate = sink_rates.back();
+            const auto rate_ci = analysis::bootstrap_mean(rate);
+            const double share = as_ > 0 ? fs / as_ : std::nan("");
+
             double best_a = -1, best_r = -1;
             std::int64_t bl = -1, bk = -1, nl = -1, nk = -1;
             for (std::int64_t l = 0; l < L; ++l) {
                 double rest = 0;
                 const auto& R = rs.layers()[l];
-                for (std::int64_t t = K; t < cfg.size.seq_len; ++t) rest += R.mean_norm(t) / double(cfg.size.seq_len - K);
+                for (std::int64_t t = K; t < T; ++t) rest += R.mean_norm(t) / double(T - K);
                 for (std::int64_t k = 0; k < K; ++k) {
-                    double a = 0;
-                    for (std::int64_t h = 0; h < c.n_heads; ++h) a += as.received(l, h)[k] / double(c.n_heads);
+                    double al = 0;
+                    for (std::int64_t h = 0; h < H; ++h) al += as.received(l, h)[k] / double(H);
                     const double r = rest > 0 ? R.mean_norm(k) / rest : 0.0;
-                    alpha.push_back(float(a));
+                    alpha.push_back(float(al));
                     ratio.push_back(float(r));
-                    if (a > best_a) { best_a = a; bl = l; bk = k; }
+                    if (al > best_a) { best_a = al; bl = l; bk = k; }
                     if (r > best_r) { best_r = r; nl = l; nk = k; }
                 }
             }
             const auto tr = trainer.trace();
-            csv.row(step, tr.val_loss, tr.sink_rate, bl, bk, best_a, nl, nk, best_r);
-            cj.push_back({{"step", step}, {"val_loss", tr.val_loss}, {"sink_rate", tr.sink_rate}, {"sink_layer", bl},
-                          {"sink_position", bk}, {"sink_alpha", best_a}, {"norm_layer", nl}, {"norm_position", nk},
-                          {"norm_ratio", best_r}});
+            csv.row(step, tr.val_loss, analysis::mean_of(rate), rate_ci.lo, rate_ci.hi, share, bl, bk, best_a, nl, nk, best_r);
+            cj.push_back({{"step", step}, {"val_loss", tr.val_loss}, {"sink_rate", analysis::mean_of(rate)},
+                          {"sink_rate_ci", {rate_ci.lo, rate_ci.hi}}, {"share_layers_01", std::isnan(share) ? json(nullptr) : json(share)},
+                          {"sink_layer", bl}, {"sink_position", bk}, {"sink_alpha", best_a}, {"norm_layer", nl},
+                          {"norm_position", nk}, {"norm_ratio", best_r}});
         };
-        run.phase("training");
+        run.phase(null_run ? "null control: untrained checkpoints" : "training");
         measure(0);
         std::int64_t checkpoints = 1;
         while (trainer.current_step() < tc.steps) {
+            if (null_run) {
+                // Nothing is trained: the "checkpoints" are the same untrained model.
+                const std::int64_t s = std::min(tc.steps, std::int64_t(steps.back()) + cfg.every);
+                measure(s);
+                ++checkpoints;
+                if (s == tc.steps) break;
+                continue;
+            }
             trainer.step();
             const std::int64_t s = trainer.current_step();
             if (s % cfg.every == 0 || s == tc.steps) { measure(s); ++checkpoints; }
@@ -100,6 +165,58 @@ int main(int argc, char** argv) {
         run.npy("alpha.npy", alpha, {std::size_t(checkpoints), std::size_t(L), std::size_t(K)});
         run.npy("norm_ratio.npy", ratio, {std::size_t(checkpoints), std::size_t(L), std::size_t(K)});
         run.results()["checkpoints"] = cj;
+
+        // The verdict: trend of the layers-0–1 share over the checkpoints that have a sink.
+        const double concentrated = (1.0 + 2.0 / double(L)) / 2.0;
+        std::vector<std::vector<double>> fn, an;
+        std::vector<double> xs;
+        json sink_steps = json::array();
+        for (std::size_t k = 0; k < sink_rates.size(); ++k)
+            if (analysis::bootstrap_mean(sink_rates[k]).lo >= kSinkForms) {
+                fn.push_back(first_heads[k]);
+                an.push_back(all_heads[k]);
+                xs.push_back(double(k));
+                sink_steps.push_back(steps[k]);
+            }
+        const auto& last = sink_rates.back();
+        analysis::Verdict v(
+            "A4: trained without BOS, the position-0 sink moves toward layers 0-1 over training and concentrates there",
+            "share_c = sink heads (alpha0 > 0.3) in layers 0-1 / all sink heads, pooled over the validation sequences at "
+            "checkpoint c. Preconditions (else 'not shown at this scale'): a sink forms (last checkpoint's Sink^0.3_0, "
+            "bootstrap over sequences, lower bound >= 0.1; convention: one head in ten) at >= 3 checkpoints (a trend needs three "
+            "points). Reproduced when (1) the least-squares change of share_c over those checkpoints (bootstrap over sequences) "
+            "has lower bound >= 0.1 (convention: the sink moves by >= 10 points of its mass toward layers 0-1) and (2) the last "
+            "checkpoint's share has lower bound >= (1 + 2/L)/2 (convention: more than halfway from the uniform share 2/L to all; "
+            "Paper A: 'finally concentrates in layers 0-1'); otherwise not reproduced",
+            "checkpoint 0 (the untrained model) has no sink, hence no trend; with --random-init SEED nothing is trained and every "
+            "checkpoint is the untrained model: must give 'not applicable'");
+        const auto absent = null_run ? analysis::Outcome::not_applicable : analysis::Outcome::not_shown;
+        v.precondition(analysis::bootstrap_condition("Sink^0.3_0 (all layers) at the last checkpoint", analysis::mean_of(last),
+                                                     analysis::bootstrap_mean(last), std::int64_t(last.size()), kSinkForms),
+                       absent);
+        v.precondition(analysis::exact_condition("checkpoints with a sink", double(xs.size()), std::int64_t(sink_rates.size()),
+                                                 double(kMinCheckpoints)),
+                       absent);
+        if (xs.size() >= 2) {
+            const auto trend = analysis::share_trend(fn, an, xs);
+            v.condition(analysis::bootstrap_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
+                                                      trend.change, trend.ci, trend.units, kMigration));
+            std::vector<double> fl = fn.back(), al = an.back();
+            double sf = 0, sa = 0;
+            for (std::size_t i = 0; i < fl.size(); ++i) { sf += fl[i]; sa += al[i]; }
+            v.condition(analysis::bootstrap_condition("layers-0-1 share of sink heads at the last checkpoint", sa > 0 ? sf / sa : std::nan(""),
+                                                      analysis::bootstrap_ratio(fl, al), std::int64_t(fl.size()), concentrated));
+            v.details()["shares"] = trend.shares;
+        } else {
+            v.condition(analysis::exact_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
+                                                  std::nan(""), 0, kMigration));
+        }
+        const auto first_ci = analysis::bootstrap_mean(sink_rates.front());
+        v.check("checkpoint 0 (untrained) Sink^0.3_0 upper bound, null: below 0.1", first_ci.hi, kSinkForms, first_ci.hi < kSinkForms);
+        v.details()["sink_checkpoint_steps"] = sink_steps;
+        v.details()["concentration_threshold"] = concentrated;
+        v.details()["layers"] = L;
+        run.verdict(v);
         run.finish();
     } catch (const std::exception& e) {
         std::cerr << e.what() << "\n";
