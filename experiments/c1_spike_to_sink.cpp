@@ -109,7 +109,8 @@ struct SinkRun {
 };
 
 // A C1/C3 verdict: spike-channel ablation against random-channel ablation, paired per sample.
-analysis::Verdict ablation_verdict(const std::string& claim, const std::string& what, std::int64_t k_massive, std::int64_t n,
+analysis::Verdict ablation_verdict(const std::string& claim, const std::string& what, const std::string& spike_present,
+                                   std::int64_t k_massive, std::int64_t n,
                                    const std::vector<double>& clean, const std::vector<double>& spike,
                                    const std::vector<double>& random, double resolution, const Config& cfg) {
     const std::string rule =
@@ -118,10 +119,10 @@ analysis::Verdict ablation_verdict(const std::string& claim, const std::string& 
         "spike ablation minus random-channel ablation (same count, same positions, same ablation), has a bootstrap 95% "
         "interval above one (layer, head) per sample and (2) the ablated/clean sink-rate ratio has an interval <= 0.5 "
         "(convention: removing the spike removes at least half of those sinks); preconditions (else not applicable): "
-        "a massive activation (Sun et al.) in most samples at the ablated layer (CP lower bound >= 0.5) and clean sinks "
+        "the spike (" + spike_present + ") in most samples (CP lower bound >= 0.5) and clean sinks "
         "in the counted layers (mean sink rate, lower bound >= 0.1, convention)";
     analysis::Verdict v(claim, rule, kRandomInitNull);
-    v.precondition(analysis::rate_condition("samples with a massive activation at the ablated layer", k_massive, n,
+    v.precondition(analysis::rate_condition("samples with " + spike_present, k_massive, n,
                                             cfg.massive_share_min));
     const double clean_mean = clean.empty() ? 0.0 : analysis::mean_of(clean);
     v.precondition(analysis::bootstrap_condition("clean sink rate of the counted layers", clean_mean,
@@ -328,6 +329,7 @@ int main(int argc, char** argv) {
             const std::int64_t k = S >= 0 ? massive_any[S] : 0;  // samples with a massive entry after block S
             auto v = ablation_verdict("C1", "of the step-up layer S (massive entries at hook_resid_post S) after block S and every later "
                                             "block; sinks counted in layers S+1..L-1",
+                                      "a massive entry (Sun et al.) after block S",
                                       k, N, cl, sp, ra, 1.0 / double(H * n_layers), cfg);
             v.details()["layer"] = S;
             v.details()["counted_layers"] = {S + 1, L - 1};
@@ -344,6 +346,7 @@ int main(int argc, char** argv) {
             auto v = ablation_verdict("C3", "of the early spike (entries |x| > 100 at hook_resid_post E, E = the first layer before the "
                                             "step-up layer S where the spike coordinate exceeds 100) after blocks E..S-1; sinks counted in layers E+1..S "
                                             "(the sink layers before the step-up block)",
+                                      "|x_0[c*]| > 100 after block E",
                                       k, N, cl, sp, ra, 1.0 / double(H * n_layers), cfg);
             v.details()["layer"] = E;
             v.details()["counted_layers"] = {E + 1, S};
