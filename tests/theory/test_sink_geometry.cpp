@@ -172,6 +172,84 @@ TEST_CASE("sink geometry: the sink-head rule separates a constructed sink head f
     CHECK_FALSE(a.predicted);
 }
 
+TEST_CASE("sink geometry: centred dimension of keys in an affine subspace, and key_dimension agrees with sink_key_subspace",
+          "[theory][property]") {
+    // Statement G2 (centred): keys mu + sum_{i<=r} c_i u_i have centred dimension r at threshold 1 - 1e-9;
+    // a large common mean makes the uncentred dimension 1 at 90% whatever r is.
+    property("centred dimension is the affine rank", [] {
+        const int d = *rc::gen::inRange(3, 24);
+        const int r = *rc::gen::inRange(1, d);
+        const int n = *rc::gen::inRange(r + 2, 80);
+        auto rng = engine(*rc::gen::arbitrary<std::uint64_t>());
+        const RowMatrix<double> U = gaussian_matrix<double>(rng, r, d);
+        const Eigen::VectorXd mu = gaussian_vector<double>(rng, d);
+        RowMatrix<double> K = gaussian_matrix<double>(rng, n, r) * U;
+        K.rowwise() += (1000.0 * mu).transpose();
+        RC_ASSERT(key_dimension(K, 1.0 - 1e-9, true) == r);
+        RC_ASSERT(key_dimension(K, 0.9, false) == 1);
+        for (double th : {0.5, 0.9, 0.99}) {
+            RC_ASSERT(key_dimension(K, th, true) == sink_key_subspace(K, th, true).dimension);
+            RC_ASSERT(key_dimension(K, th, false) == sink_key_subspace(K, th, false).dimension);
+        }
+    });
+}
+
+TEST_CASE("sink geometry: mean-field alpha_0 is exact for equal ordinary logits, by hand", "[theory]") {
+    // Statement G6 (moved from the former analysis/sink_keys test): q_t = e1, sink key g sqrt(d_h) e1,
+    // ordinary keys 0, so every row has gap g and Gu's alpha_0 = (1/T) sum_t e^g / (e^g + t).
+    const Index T = 16, dh = 4;
+    for (double g : {-2.0, 0.0, 1.5, 6.0}) {
+        RowMatrix<double> q = RowMatrix<double>::Zero(T, dh), k = RowMatrix<double>::Zero(T, dh);
+        q.col(0).setOnes();
+        k(0, 0) = g * std::sqrt(double(dh));
+        const Eigen::VectorXd gaps = causal_logit_gaps(q, k, Eigen::VectorXd(k.row(0).transpose()));
+        REQUIRE(gaps.size() == T - 1);
+        for (Index t = 0; t < gaps.size(); ++t) CHECK(gaps[t] == Approx(g).margin(1e-12));
+        double alpha = 0;
+        for (Index t = 0; t < T; ++t) alpha += std::exp(g) / (std::exp(g) + double(t));
+        alpha /= double(T);
+        CHECK(mean_field_alpha0(g, T) == Approx(alpha).epsilon(1e-12));
+        CHECK(mean_field_alpha0(gaps) == Approx(alpha).epsilon(1e-12));
+    }
+    CHECK(mean_field_alpha0(50.0, 64) == Approx(1.0).epsilon(1e-12));
+    CHECK(mean_field_alpha0(-50.0, 64) == Approx(1.0 / 64).epsilon(1e-9));
+    double harmonic = 0;
+    for (int t = 1; t <= 64; ++t) harmonic += 1.0 / t;
+    CHECK(mean_field_alpha0(0.0, 64) == Approx(harmonic / 64).epsilon(1e-14));  // uniform: H_T / T
+    CHECK(mean_field_alpha0(0.0, 1) == 1.0);
+    // One gap: the logit difference over sqrt(d_h).
+    Eigen::Vector3d q3(1, 2, 3), ks(1, 0, 0), ko(0, 1, 0);
+    CHECK(logit_gap(q3, ks, ko) == Approx((1.0 - 2.0) / std::sqrt(3.0)));
+}
+
+TEST_CASE("sink geometry: mean-field alpha_0 of the causal gaps bounds Gu's alpha_0 from above", "[theory][property]") {
+    // Statement G6: with gap_t = z_0 - mean_{1<=j<=t} z_j of the sequence itself, A[t,0] <= e^gap_t / (e^gap_t + t)
+    // (G1), so alpha_0 <= alpha0_hat; equal ordinary keys make every ordinary logit of a row equal: equality.
+    property("mean-field bound on alpha_0", [] {
+        const int T = *rc::gen::inRange(2, 40);
+        const int d = *rc::gen::inRange(1, 9);
+        const int log_scale = *rc::gen::inRange(-2, 2);
+        const bool equal_ordinary = *rc::gen::inRange(0, 5) == 0;
+        auto rng = engine(*rc::gen::arbitrary<std::uint64_t>());
+        const RowMatrix<double> Q = gaussian_matrix<double>(rng, T, d, std::pow(10.0, log_scale));
+        RowMatrix<double> K = gaussian_matrix<double>(rng, T, d);
+        if (equal_ordinary)
+            for (Index j = 2; j < T; ++j) K.row(j) = K.row(1);
+        // Exact causal softmax pattern, written out.
+        RowMatrix<double> A = RowMatrix<double>::Zero(T, T);
+        for (Index t = 0; t < T; ++t) {
+            Eigen::VectorXd z = K.topRows(t + 1) * Q.row(t).transpose() / std::sqrt(double(d));
+            z.array() -= z.maxCoeff();
+            const Eigen::VectorXd e = z.array().exp();
+            A.row(t).head(t + 1) = (e / e.sum()).transpose();
+        }
+        const double alpha = sink_importance(A, 0);
+        const double hat = mean_field_alpha0(causal_logit_gaps(Q, K, Eigen::VectorXd(K.row(0).transpose())));
+        RC_ASSERT(alpha <= hat + 1e-12);
+        if (equal_ordinary) RC_ASSERT(std::abs(alpha - hat) <= 1e-12);
+    });
+}
+
 TEST_CASE("sink geometry: Gu importance on uniform and one-hot patterns, by hand", "[theory]") {
     // Statement G5: uniform causal attention gives alpha_k = (1/(T-k)) sum_{t=k}^{T-1} 1/(t+1).
     const Index T = 64;
@@ -188,12 +266,12 @@ TEST_CASE("sink geometry: Gu importance on uniform and one-hot patterns, by hand
     }
     CHECK(sink_importance(Z, 0) == 1.0);
     CHECK(sink_importance(Z, 1) == 0.0);
-    // Layers: 0 = all one-hot (sinks), 1 = all uniform (alpha_0 = H_64 / 64 = 0.0743 < 0.3), 2 = mixed.
+    // Layers: 0 = all one-hot (sinks), 1 = all uniform (alpha_0 = H_64 / 64 = 0.0741 < 0.3), 2 = mixed.
     std::vector<std::vector<RowMatrix<double>>> P = {{Z, Z, Z}, {U, U, U}, {Z, U, U}};
     CHECK(sink_rate(P) == Approx(4.0 / 9.0));
     CHECK(sink_rate(P, 0.3, 0, 1) == Approx(1.0 / 6.0));  // Sink_0[1:]
     CHECK(sink_rate(P, 0.3, 0, 2) == Approx(1.0 / 3.0));  // Sink_0[2:]
-    CHECK(sink_rate(P, 0.05) == Approx(1.0));             // 0.0743 > 0.05
+    CHECK(sink_rate(P, 0.05) == Approx(1.0));             // 0.0741 > 0.05
     CHECK(sink_rate(P, 1.0) == 0.0);                      // strict: alpha > eps
     const RowMatrix<double> tab = importance_table(P);
     CHECK(tab.rows() == 3);
@@ -263,4 +341,12 @@ TEST_CASE("sink geometry: bad input throws sinkscope::Error", "[theory]") {
     std::vector<std::vector<RowMatrix<double>>> ok = {{A}};
     CHECK_THROWS_AS(sink_rate(ok, 0.3, 0, 1), Error);
     CHECK_THROWS_AS(sink_rate(ok, std::numeric_limits<double>::quiet_NaN()), Error);
+    // G6
+    CHECK_THROWS_AS(logit_gap(Eigen::Vector3d::Ones(), Eigen::Vector2d::Ones(), Eigen::Vector3d::Ones()), Error);
+    CHECK_THROWS_WITH(causal_logit_gaps(RowMatrix<double>::Ones(1, 3), RowMatrix<double>::Ones(1, 3), Eigen::Vector3d::Ones()),
+                      Catch::Contains("at least 2"));
+    CHECK_THROWS_AS(causal_logit_gaps(RowMatrix<double>::Ones(3, 3), RowMatrix<double>::Ones(4, 3), Eigen::Vector3d::Ones()), Error);
+    CHECK_THROWS_AS(mean_field_alpha0(0.0, 0), Error);
+    CHECK_THROWS_AS(mean_field_alpha0(std::numeric_limits<double>::quiet_NaN(), 8), Error);
+    CHECK_THROWS_AS(key_dimension(RowMatrix<double>::Ones(4, 3), 0.9, true), Error);  // all keys equal
 }

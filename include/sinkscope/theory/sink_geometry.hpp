@@ -5,13 +5,18 @@
 //        Delta = z_s - mean_{j != s} z_j, Delta_max = z_s - max_{j != s} z_j:
 //        sigma(Delta_max - log(n-1)) <= p_s <= sigma(Delta - log(n-1)) = e^Delta / (e^Delta + n - 1)
 //        (upper: Jensen; both equalities iff all other logits are equal)
-//   (G2) the sink-key subspace: uncentred PCA of sink keys, dimension = the smallest r whose top-r
-//        components explain >= `threshold` (default 90%) of sum ||k||^2
+//   (G2) the sink-key subspace: PCA of sink keys (uncentred, or centred: the affine spread), dimension =
+//        the smallest r whose top-r components explain >= `threshold` (default 90%) of the energy;
+//        key_dimension gives r alone (eigenvalues only, for bootstraps)
 //   (G3) query alignment of a head: mean over queries of ||P_S q|| / ||q|| in [0, 1]
 //   (G4) predicted sink head: alignment to S exceeds alignment to the same-dimension principal
-//        subspace of ordinary keys (+ margin) and the mean logit gap q.(k_sink - k_ordinary)/sqrt(d_h) > 0
+//        subspace of ordinary keys (+ margin) and the mean logit gap (G6) > 0
 //   (G5) Gu sink rate: alpha_k = (1/(T-k)) sum_{t >= k} A[t,k] (0-based: T - k terms),
 //        Sink^eps_k = fraction of (layer, head) with alpha_k > eps; Sink^eps_k[l:] over layers >= l.
+//   (G6) the logit gap (the one definition): gap(q) = q.(k_sink - k_ordinary)/sqrt(d_h); causal row t
+//        of a sequence: k_ordinary = mean_{1 <= j <= t} k_j. Mean-field alpha_0 of a head with gaps
+//        gap_t: alpha0_hat = (1/T) [1 + sum_{t=1}^{T-1} e^{gap_t} / (e^{gap_t} + t)], an upper bound on
+//        Gu's alpha_0 when gap_t is row t's gap to the mean ordinary logit (G1), exact for equal ones.
 #pragma once
 
 #include <Eigen/Core>
@@ -125,6 +130,46 @@ struct KeySubspace {
     double threshold = 0.9;
 };
 
+namespace detail {
+// Smallest r with sum_{i<=r} e_i >= threshold * sum e_i (e descending, >= 0, positive sum).
+inline Index energy_rank(const Eigen::VectorXd& e, double threshold) {
+    const double total = e.sum();
+    double cum = 0.0;
+    Index r = 0;
+    while (r < e.size()) {
+        cum += e[r];
+        ++r;
+        if (cum >= threshold * total * (1.0 - 1e-12)) break;
+    }
+    return r;
+}
+// The (d_h, d_h) second-moment matrix of the rows of `keys` (centred when asked), scaled by the largest
+// |entry| so that huge keys do not overflow; throws when there is no energy.
+template <class D>
+Eigen::MatrixXd key_gram(const Eigen::MatrixBase<D>& keys, double threshold, bool centered, Eigen::VectorXd& mean,
+                         const char* what, bool smaller_side = false) {
+    require_nonempty(keys, what);
+    require_finite(keys, what);
+    if (!(threshold > 0.0 && threshold <= 1.0)) throw Error(std::string(what) + ": threshold must lie in (0, 1]");
+    if (centered && keys.rows() < 2) throw Error(std::string(what) + ": a centred PCA needs at least 2 keys");
+    Eigen::MatrixXd K = keys.template cast<double>();
+    mean = Eigen::VectorXd::Zero(K.cols());
+    if (centered) {
+        mean = K.colwise().mean().transpose();
+        K.rowwise() -= mean.transpose();
+    }
+    const double scale = K.cwiseAbs().maxCoeff();
+    if (!(scale > 0.0))
+        throw Error(centered ? std::string(what) + ": all keys are equal, so the centred energy is 0"
+                             : std::string(what) + ": all keys are zero");
+    K /= scale;
+    // Only the eigenvalues matter to a caller that asks for the smaller side: K K^T (N, N) and K^T K
+    // (d_h, d_h) have the same non-zero eigenvalues.
+    if (smaller_side && K.rows() < K.cols()) return K * K.transpose();
+    return K.transpose() * K;
+}
+}  // namespace detail
+
 // Principal subspace of the rows of `keys` (N, d_h). Uncentred by default: the subspace through the
 // origin that contains the keys (what q.k sees); centred = classical PCA of the deviations.
 template <class D>
@@ -132,41 +177,31 @@ KeySubspace<typename D::Scalar> sink_key_subspace(const Eigen::MatrixBase<D>& ke
                                                   bool centered = false) {
     using T = typename D::Scalar;
     detail::check_scalar<T>();
-    detail::require_nonempty(keys, "sink_key_subspace: keys");
-    detail::require_finite(keys, "sink_key_subspace: keys");
-    if (!(threshold > 0.0 && threshold <= 1.0)) throw Error("sink_key_subspace: threshold must lie in (0, 1]");
-    if (centered && keys.rows() < 2) throw Error("sink_key_subspace: a centred PCA needs at least 2 keys");
-    const Index d = keys.cols();
-    Eigen::MatrixXd K = keys.template cast<double>();
-    Eigen::VectorXd mean = Eigen::VectorXd::Zero(d);
-    if (centered) {
-        mean = K.colwise().mean().transpose();
-        K.rowwise() -= mean.transpose();
-    }
-    const double scale = K.cwiseAbs().maxCoeff();
-    if (!(scale > 0.0))
-        throw Error(centered ? "sink_key_subspace: all keys are equal, so the centred energy is 0"
-                             : "sink_key_subspace: all keys are zero");
-    K /= scale;
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(K.transpose() * K);  // ascending
+    Eigen::VectorXd mean;
+    const Eigen::MatrixXd gram = detail::key_gram(keys, threshold, centered, mean, "sink_key_subspace: keys");
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(gram);  // ascending
     const Eigen::VectorXd ev = eig.eigenvalues().reverse().cwiseMax(0.0);
     const Eigen::MatrixXd vecs = eig.eigenvectors().rowwise().reverse();
-    const double total = ev.sum();
     KeySubspace<T> out;
     out.centered = centered;
     out.threshold = threshold;
     out.mean = mean.cast<T>();
-    out.explained = (ev / total).cast<T>();
-    double cum = 0.0;
-    Index r = 0;
-    while (r < d) {
-        cum += ev[r];
-        ++r;
-        if (cum >= threshold * total * (1.0 - 1e-12)) break;
-    }
+    out.explained = (ev / ev.sum()).cast<T>();
+    const Index r = detail::energy_rank(ev, threshold);
     out.dimension = r;
     out.basis = vecs.leftCols(r).cast<T>();
     return out;
+}
+
+// The dimension r of sink_key_subspace(keys, threshold, centered) without the basis (eigenvalues
+// only: cheap enough to bootstrap).
+template <class D>
+Index key_dimension(const Eigen::MatrixBase<D>& keys, double threshold = 0.9, bool centered = false) {
+    detail::check_scalar<typename D::Scalar>();
+    Eigen::VectorXd mean;
+    const Eigen::MatrixXd gram = detail::key_gram(keys, threshold, centered, mean, "key_dimension: keys", true);
+    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(gram, Eigen::EigenvaluesOnly);
+    return detail::energy_rank(eig.eigenvalues().reverse().cwiseMax(0.0), threshold);
 }
 
 // ---- G3: query-to-subspace alignment --------------------------------------------------------
@@ -194,13 +229,66 @@ double query_alignment(const Eigen::MatrixBase<DQ>& Q, const Eigen::MatrixBase<D
     return sum / static_cast<double>(Q.rows());
 }
 
+// ---- G6: the logit gap and the mean-field alpha_0 ------------------------------------------
+// (used by G4; statement and derivation in theory/sink_geometry.md)
+
+// gap(q) = q . (k_sink - k_ordinary) / sqrt(d_h): how far the sink logit sits above the ordinary one.
+template <class DQ, class DS, class DO>
+double logit_gap(const Eigen::MatrixBase<DQ>& q, const Eigen::MatrixBase<DS>& k_sink, const Eigen::MatrixBase<DO>& k_ordinary) {
+    detail::require_same(q.size(), k_sink.size(), "logit_gap: query and sink key disagree on d_h");
+    detail::require_same(q.size(), k_ordinary.size(), "logit_gap: query and ordinary key disagree on d_h");
+    detail::require_nonempty(q, "logit_gap: query");
+    double dot = 0.0;
+    for (Index i = 0; i < q.size(); ++i)
+        dot += static_cast<double>(q(i)) * (static_cast<double>(k_sink(i)) - static_cast<double>(k_ordinary(i)));
+    const double g = dot / std::sqrt(static_cast<double>(q.size()));
+    detail::ensure_finite_result(g, "logit_gap");
+    return g;
+}
+
+// Causal gaps of one sequence: for every query row t = 1 .. T-1 of Q (T, d_h),
+// gap_t = logit_gap(q_t, k_sink, mean_{1 <= j <= t} k_j) with K (T, d_h) the keys (row 0, the sink
+// position, is not an ordinary key). Entry t-1 of the result is gap_t.
+template <class DQ, class DK, class DS>
+Eigen::VectorXd causal_logit_gaps(const Eigen::MatrixBase<DQ>& Q, const Eigen::MatrixBase<DK>& K,
+                                  const Eigen::MatrixBase<DS>& k_sink) {
+    detail::require_same(Q.rows(), K.rows(), "causal_logit_gaps: queries and keys have different lengths T");
+    detail::require_dim_at_least(Q.rows(), 2, "causal_logit_gaps: sequence", "row 0 has no ordinary key");
+    detail::require_same(Q.cols(), K.cols(), "causal_logit_gaps: queries and keys disagree on d_h");
+    detail::require_finite(Q, "causal_logit_gaps: queries");
+    detail::require_finite(K, "causal_logit_gaps: keys");
+    Eigen::VectorXd running = Eigen::VectorXd::Zero(K.cols()), gaps(Q.rows() - 1);
+    for (Index t = 1; t < Q.rows(); ++t) {
+        running += K.row(t).transpose().template cast<double>();
+        gaps[t - 1] = logit_gap(Q.row(t).transpose(), k_sink, running / static_cast<double>(t));
+    }
+    return gaps;
+}
+
+// alpha0_hat = (1/T) [1 + sum_{t=1}^{T-1} e^{gap_t} / (e^{gap_t} + t)], T = gaps.size() + 1 (row 0 sees
+// only the sink: term 1). e^g / (e^g + t) = 1 / (1 + t e^{-g}), stable for large |g|.
+template <class D>
+double mean_field_alpha0(const Eigen::MatrixBase<D>& gaps) {
+    detail::check_scalar<typename D::Scalar>();
+    detail::require_finite(gaps, "mean_field_alpha0: gaps");
+    double s = 1.0;
+    for (Index t = 1; t <= gaps.size(); ++t) s += 1.0 / (1.0 + static_cast<double>(t) * std::exp(-static_cast<double>(gaps[t - 1])));
+    return s / static_cast<double>(gaps.size() + 1);
+}
+// The same with one gap for every row: alpha0_hat(gap, T) = (1/T) sum_{t=0}^{T-1} e^gap / (e^gap + t).
+inline double mean_field_alpha0(double gap, Index T) {
+    if (T < 1) throw Error("mean_field_alpha0: T must be >= 1");
+    if (!std::isfinite(gap)) throw Error("mean_field_alpha0: gap must be finite");
+    return mean_field_alpha0(Eigen::VectorXd::Constant(T - 1, gap));
+}
+
 // ---- G4: predicted sink head ----------------------------------------------------------------
 
 struct SinkHeadScore {
     Index dimension = 0;             // r, dimension of the sink-key subspace
     double sink_alignment = 0;       // G3 with S = span of the sink keys
     double ordinary_alignment = 0;   // G3 with the top-r principal subspace of the ordinary keys
-    double mean_logit_gap = 0;       // mean_t q_t . (mean sink key - mean ordinary key) / sqrt(d_h)
+    double mean_logit_gap = 0;       // mean_t logit_gap(q_t, mean sink key, mean ordinary key)  (G6)
     bool predicted = false;          // sink_alignment > ordinary_alignment + margin && mean_logit_gap > 0
 };
 
@@ -221,10 +309,10 @@ SinkHeadScore predict_sink_head(const Eigen::MatrixBase<DQ>& Q, const Eigen::Mat
     s.dimension = S.dimension;
     s.sink_alignment = query_alignment(Q, S.basis);
     s.ordinary_alignment = query_alignment(Q, O.basis.leftCols(std::min(S.dimension, O.basis.cols())));
-    const Eigen::VectorXd diff = sink_keys.template cast<double>().colwise().mean().transpose() -
-                                 ordinary_keys.template cast<double>().colwise().mean().transpose();
-    s.mean_logit_gap = (Q.template cast<double>() * diff).mean() / std::sqrt(static_cast<double>(Q.cols()));
-    detail::ensure_finite_result(s.mean_logit_gap, "predict_sink_head: mean logit gap");
+    // logit_gap is linear in q: the mean over queries is the gap of the mean query.
+    s.mean_logit_gap = logit_gap(Q.template cast<double>().colwise().mean().transpose(),
+                                 sink_keys.template cast<double>().colwise().mean().transpose(),
+                                 ordinary_keys.template cast<double>().colwise().mean().transpose());
     s.predicted = s.sink_alignment > s.ordinary_alignment + margin && s.mean_logit_gap > 0.0;
     return s;
 }
