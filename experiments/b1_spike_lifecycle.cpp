@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
             v.condition(bootstrap_condition("largest std/|mean| of a consensus channel's ratio to c* across spike tokens",
                                             max_spread(ids), bootstrap(ids, max_spread), std::int64_t(ids.size()), 0.05, Side::at_most));
         } else {
-            v.check("one consensus channel: the ratio condition has nothing to compare", double(consensus.size()), 2, false);
+            v.check("fewer than two consensus channels: the ratio condition has nothing to compare", double(consensus.size()), 2, false);
         }
         v.details() = {{"step_up", steps_all.step_up}, {"step_down", steps_all.step_down}, {"sub_blocks", nsub},
                        {"spike_channels", chj}, {"samples", N}, {"samples_with_spike", with_spike}};
