@@ -121,6 +121,15 @@ PAPER = {
 }
 
 
+def split_claim(claim):
+    """'A1: removing BOS ...' or 'A3 (Paper A): ...' -> ('A1', 'removing BOS ...'); 'B3a' -> ('B3a', '')."""
+    import re
+    m = re.match(r"^([A-Z][0-9][0-9a-z]*(?:-[a-z]+)?)\s*(?:\(([^)]*)\))?\s*:?\s*(.*)$", claim, re.S)
+    if not m:
+        return claim, ""
+    return m.group(1), m.group(3)
+
+
 def paper_of(claim):
     base = claim.split("-")[0].split(" ")[0]
     for key in (claim, base, base[:2]):
@@ -428,7 +437,7 @@ def collect(out, figures):
                      for c in claims]
             continue
         for i, v in enumerate(vs):
-            rows.append(dict(claim=v.get("claim", "?"), experiment=name, verdict=v, why="", figures=figs if i == 0 else [],
+            rows.append(dict(claim=split_claim(v.get("claim", "?"))[0], statement=split_claim(v.get("claim", ""))[1], experiment=name, verdict=v, why="", figures=figs if i == 0 else [],
                              figure_error=err if i == 0 else "", meta=m))
     return rows, metas
 
@@ -513,7 +522,9 @@ def write_html(report, rows, metas, out, null_rows=()):
             ours += f"<div class='small'>{html.escape(row['figure_error'])}</div>"
         rule = (f"<div class='rule'>Rule: {html.escape(v.get('rule', ''))}</div><div class='rule'>Decided by: "
                 f"{html.escape(v.get('decided_by', ''))}</div><div class='rule'>Null control: {html.escape(v.get('null', ''))}</div>") if v else ""
-        html_out.append(f"<tr><td><b>{html.escape(row['claim'])}</b><br>{html.escape(title)}<div class='small'>{row['experiment']}</div></td>"
+        stmt = row.get("statement", "")
+        html_out.append(f"<tr><td><b>{html.escape(row['claim'])}</b><br>{html.escape(title)}<div class='small'>{row['experiment']}"
+                        f"{'<br>' + html.escape(stmt) if stmt else ''}</div></td>"
                         f"<td>{html.escape(paper)}</td><td>{ours}</td><td class='{cls}'><b>{outcome}</b>{rule}</td></tr>")
         if row["figures"]:
             html_out.append("<tr><td></td><td colspan='3'>" + "".join(f"<img src='{f}'>" for f in row["figures"]) + "</td></tr>")
@@ -540,9 +551,9 @@ def claims_markdown(rows, null_rows=()):
             continue
         ci = v.get("ci") or [None, None]
         measure = v.get("measure", "").replace("|", "/")
-        lines.append(f"| {v['claim']} | **{v['outcome']}** | {measure}: {num(v.get('statistic'))} [{num(ci[0])}, {num(ci[1])}] "
+        lines.append(f"| {row['claim']} | **{v['outcome']}** | {measure}: {num(v.get('statistic'))} [{num(ci[0])}, {num(ci[1])}] "
                      f"| {v.get('n', '')} | {v.get('side', '')} {num(v.get('threshold'))} | {v.get('decided_by', '').replace('|', '/')} "
-                     f"| {null.get(v['claim'], 'not run')} |")
+                     f"| {null.get(row['claim'], 'not run')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -576,7 +587,7 @@ def main():
         v = row["verdict"]
         if v:
             ci = v.get("ci") or [None, None]
-            print(f"{row['claim']:8s} {v['outcome']:24s} {v.get('measure', '')}: {num(v.get('statistic'))} "
+            print(f"{row['claim']:10s} {v['outcome']:24s} {v.get('measure', '')}: {num(v.get('statistic'))} "
                   f"[{num(ci[0])}, {num(ci[1])}], n={v.get('n')}")
         else:
             print(f"{row['claim']:8s} not run ({row['why']})")
