@@ -354,10 +354,10 @@ def fig_b6(r, m):
 
 
 def fig_c1(r, m):
-    rows = csv_rows(m, "layers.csv")
+    rows = csv_rows(m, "sink_rates.csv")
     if not rows:
         return []
-    keys = [k for k in rows[0] if k != "layer"]
+    keys = [k for k in rows[0] if k not in ("layer", "x0_spike")]
     path, rel = r.figure("c1_spike_to_sink")
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for k in keys:
