@@ -127,15 +127,13 @@ def split_claim(claim):
     m = re.match(r"^([A-Z][0-9][0-9a-z]*(?:-[a-z]+)?)\s*(?:\(([^)]*)\))?\s*:?\s*(.*)$", claim, re.S)
     if not m:
         return claim, ""
-    return m.group(1), m.group(3)
+    qualifier = m.group(2) or ""   # "B6 (sinks)" keeps its one-word qualifier; "A3 (Paper A)" drops its note
+    return (m.group(1) + f" ({qualifier})" if qualifier and len(qualifier.split()) == 1 else m.group(1)), m.group(3)
 
 
 def paper_of(claim):
-    base = claim.split("-")[0].split(" ")[0]
-    for key in (claim, base, base[:2]):
-        if key in PAPER:
-            return PAPER[key]
-    return (claim, "")
+    """The paper's title and statement for a short claim id ('B6-sinks' and 'B6' share B6's)."""
+    return PAPER.get(claim) or PAPER.get(claim.split("-")[0]) or (claim, "")
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -437,7 +435,8 @@ def collect(out, figures):
                      for c in claims]
             continue
         for i, v in enumerate(vs):
-            rows.append(dict(claim=split_claim(v.get("claim", "?"))[0], statement=split_claim(v.get("claim", ""))[1], experiment=name, verdict=v, why="", figures=figs if i == 0 else [],
+            claim, statement = split_claim(v.get("claim", "?"))
+            rows.append(dict(claim=claim, statement=statement, experiment=name, verdict=v, why="", figures=figs if i == 0 else [],
                              figure_error=err if i == 0 else "", meta=m))
     return rows, metas
 

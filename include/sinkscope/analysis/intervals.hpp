@@ -31,7 +31,6 @@ namespace sinkscope::analysis {
 
 struct Interval {
     double lo = 0, hi = 0;
-    bool contains(double x) const { return lo <= x && x <= hi; }
 };
 
 inline constexpr double kConfidence = 0.95;          // every verdict's interval
