@@ -133,7 +133,7 @@ def split_claim(claim):
 
 def paper_of(claim):
     """The paper's title and statement for a short claim id ('B6-sinks' and 'B6' share B6's)."""
-    return PAPER.get(claim) or PAPER.get(claim.split("-")[0]) or (claim, "")
+    return PAPER.get(claim) or PAPER.get(claim.split(" ")[0].split("-")[0]) or (claim, "")
 
 
 # ---------------------------------------------------------------------------------------------------
