@@ -9,6 +9,7 @@
 #   SKIP_BUILD=1      use the binaries already in $BUILD (built elsewhere and carried to the GPU machine:
 #                     $BUILD/tests/cuda/sinkscope_cuda_tests and $BUILD/bench/bench_cuda)
 #   PYTHON=python3    the interpreter with a CUDA build of torch (and transformers) for the peer
+#   TEST_LOG=file     also keep the whole cross-backend test output there (the console shows its last 25 lines)
 #   MODEL=path.gguf   SmolLM2 weights; without them the forward runs random weights of the same shape
 #                     (bench/smollm2_135m.config.json, read from the GGUF's metadata)
 # Every figure goes to stdout as JSON lines; copy them into bench/RESULTS.md with the date and the GPU.
@@ -39,8 +40,10 @@ fi
 echo "== device"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>/dev/null || echo "nvidia-smi not available"
 echo "== cross-backend tests"
-"$tests" "[cuda]" --durations yes | tail -25
-test_rc=${PIPESTATUS[0]}
+test_log=${TEST_LOG:-$(mktemp)}
+"$tests" "[cuda]" --durations yes >"$test_log" 2>&1
+test_rc=$?
+tail -25 "$test_log"
 echo "tests exit code: $test_rc"
 
 echo "== sinkscope (CUDA)"
