@@ -4,7 +4,12 @@
 //   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos | --no-bos] --hooks NAME[,NAME…] --out DIR
 //                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
-//                   [--bos] [--json F]           per-layer massive-activation and sink summary
+//                   [--bos] [--shard I/N] [--json F]
+//                                                per-layer massive-activation and sink summary; with
+//                                                --shard only the I-th (0-based) of N equal contiguous
+//                                                parts of the samples; --json also holds the reducers' state
+//   sinkscope merge F1 F2 … [--json OUT]         merges the shards' --json files of one stats run: the
+//                                                table and the JSON of the whole run
 //   sinkscope random-model MODEL --out F.safetensors [--seed 1]
 //                                                a null control: MODEL's layout with random weights
 // MODEL is a .gguf file, a Hugging Face directory (config.json + safetensors) or a sinkscope checkpoint
@@ -17,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <sinkscope/analysis/summary.hpp>
@@ -151,39 +157,200 @@ std::vector<std::vector<std::int32_t>> stats_samples(const model::LoadedModel<fl
     return out;
 }
 
+// --shard I/N: the I-th (0-based) of N contiguous parts of S samples, [⌊I·S/N⌋, ⌊(I+1)·S/N⌋), whose
+// sizes differ by at most one. The whole run is shard 0/1.
+struct Shard {
+    std::int64_t index = 0, count = 1;
+    std::int64_t begin(std::int64_t total) const { return index * total / count; }
+    std::int64_t end(std::int64_t total) const { return (index + 1) * total / count; }
+};
+
+Shard parse_shard(const std::string& arg) {
+    const std::string bad = "--shard '" + arg + "': expected I/N with 0 <= I < N (I counts from 0)";
+    const auto slash = arg.find('/');
+    if (slash == std::string::npos) throw Error(bad);
+    Shard s;
+    try {
+        std::size_t used_i = 0, used_n = 0;
+        const std::string i = arg.substr(0, slash), n = arg.substr(slash + 1);
+        s.index = std::stoll(i, &used_i);
+        s.count = std::stoll(n, &used_n);
+        if (used_i != i.size() || used_n != n.size()) throw Error(bad);
+    } catch (const std::logic_error&) {  // stoll: not a number, or out of range
+        throw Error(bad);
+    }
+    if (s.count < 1 || s.index < 0 || s.index >= s.count) throw Error(bad);
+    return s;
+}
+
+// FNV-1a (64 bit) of every sample's ids: shards of one run must have cut the same input into the same samples.
+std::string samples_fingerprint(const std::vector<std::vector<std::int32_t>>& samples) {
+    std::uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](std::uint32_t v) {
+        for (int b = 0; b < 4; ++b) { h ^= (v >> (8 * b)) & 0xffu; h *= 1099511628211ull; }
+    };
+    for (const auto& s : samples) {
+        mix(std::uint32_t(s.size()));
+        for (auto id : s) mix(std::uint32_t(id));
+    }
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
+    return buf;
+}
+
+void print_stats_header(const nlohmann::json& settings, std::int64_t samples, const std::string& shard_note) {
+    std::cout << "model " << settings["model"].get<std::string>() << "; " << samples << " samples of "
+              << settings["seq_len"].get<std::int64_t>() << " tokens, " << (settings["bos"].get<bool>() ? "with" : "without")
+              << " BOS" << shard_note << "; residual stream after each block (hook_resid_post)\n";
+}
+
+// The --json of `stats` and `merge`: the summary (top level, as before), the run's settings (what `merge`
+// requires to agree), the shard and the reducers' state.
+nlohmann::json stats_json(const nlohmann::json& settings, const Shard& shard, const model::ResidualStats<float>& rs,
+                          const model::AttentionStats<float>& as) {
+    const double eps = settings["eps"].get<double>();
+    auto j = analysis::to_json(analysis::summarize(rs, as, eps));
+    j["model"] = settings["model"];
+    j["seq_len"] = settings["seq_len"];
+    j["bos"] = settings["bos"];
+    j["settings"] = settings;
+    j["shard"] = {{"index", shard.index}, {"count", shard.count}, {"first_sample", as.first_sample()},
+                  {"end_sample", as.first_sample() + as.samples()}};
+    j["state"] = {{"residual", rs.to_json()}, {"attention", as.to_json()}};
+    return j;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+    std::ofstream out(path);
+    if (!out) throw Error("cannot write", {path, "", {}});
+    out << j.dump(1) << "\n";
+    if (!out) throw Error("write failed", {path, "", {}});
+}
+
 int cmd_stats(const std::string& path, const std::string& text_file, const std::string& text, const std::string& tokens_file,
-              std::int64_t seq_len, std::int64_t max_samples, double eps, int bos_flag, const std::string& json_out) {
+              std::int64_t seq_len, std::int64_t max_samples, double eps, int bos_flag, const std::string& shard_arg,
+              const std::string& json_out) {
+    const Shard shard = shard_arg.empty() ? Shard{} : parse_shard(shard_arg);
     const auto t0 = std::chrono::steady_clock::now();
     const auto m = train::load_for_analysis<float>(path);
     std::cerr << "loaded " << path << " in " << seconds_since(t0) << " s: " << m.config.describe() << "\n";
     const bool bos = bos_flag > 0;  // Gu et al.'s convention: no BOS unless asked
     const auto samples = stats_samples(m, text_file, text, tokens_file, seq_len, max_samples, bos);
     require(!samples.empty(), "the input gives no sample of " + std::to_string(seq_len) + " tokens");
+    const auto total = std::int64_t(samples.size());
+    require(shard.count <= total, "--shard " + shard_arg + ": the input gives " + std::to_string(total) +
+                                      " samples, fewer than " + std::to_string(shard.count) + " shards");
+    const std::int64_t first = shard.begin(total), end = shard.end(total);
+    const nlohmann::json settings{
+        {"model", path}, {"config", config_json(m.config)}, {"seq_len", seq_len}, {"bos", bos}, {"eps", eps},
+        {"max_samples", max_samples}, {"text_file", text_file}, {"text", text}, {"tokens_file", tokens_file},
+        {"total_samples", total}, {"samples_fnv1a", samples_fingerprint(samples)}};
     model::HookSet<float> hooks;
     model::ResidualStats<float> rs(m.config.n_layers);
     model::AttentionStats<float> as(m.config.n_layers, m.config.n_heads);
+    rs.start_at(first);
+    as.start_at(first);
     rs.attach(hooks);
     as.attach(hooks);
     const model::ForwardOptions no_logits{false, -1};
     const auto t1 = std::chrono::steady_clock::now();
-    for (std::size_t i = 0; i < samples.size(); ++i) {
-        if (i) rs.begin_sample();
+    for (std::int64_t i = first; i < end; ++i) {
+        if (i > first) rs.begin_sample();
         as.begin_sample();
-        model::forward(m.config, m.weights, samples[i], &hooks, no_logits);
-        std::cerr << "\rsample " << i + 1 << "/" << samples.size() << " (" << seconds_since(t1) << " s)" << std::flush;
+        model::forward(m.config, m.weights, samples[std::size_t(i)], &hooks, no_logits);
+        std::cerr << "\rsample " << i - first + 1 << "/" << end - first << " (" << seconds_since(t1) << " s)" << std::flush;
     }
     std::cerr << "\n";
-    const auto summary = analysis::summarize(rs, as, eps);
-    std::cout << "model " << path << "; " << samples.size() << " samples of " << seq_len << " tokens, "
-              << (bos ? "with" : "without") << " BOS; residual stream after each block (hook_resid_post)\n";
-    analysis::print_summary(std::cout, summary);
-    if (!json_out.empty()) {
-        auto j = analysis::to_json(summary);
-        j["model"] = path;
-        j["seq_len"] = seq_len;
-        j["bos"] = bos;
-        std::ofstream(json_out) << j.dump(1) << "\n";
+    const std::string note = shard.count == 1 ? "" : ", shard " + std::to_string(shard.index) + "/" +
+                                                     std::to_string(shard.count) + " (samples " + std::to_string(first) +
+                                                     "…" + std::to_string(end - 1) + " of " + std::to_string(total) + ")";
+    print_stats_header(settings, end - first, note);
+    analysis::print_summary(std::cout, analysis::summarize(rs, as, eps));
+    if (!json_out.empty()) write_json(json_out, stats_json(settings, shard, rs, as));
+    return 0;
+}
+
+// One shard file of `merge`, checked against the run of the first file.
+struct ShardFile {
+    std::string path;
+    nlohmann::json j;
+    Shard shard;
+};
+
+ShardFile read_shard(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("cannot open", {path, "", {}});
+    ShardFile f{path, {}, {}};
+    try { f.j = nlohmann::json::parse(in); }
+    catch (const nlohmann::json::exception& e) { throw Error(std::string("invalid JSON: ") + e.what(), {path, "", {}}); }
+    const auto& j = f.j;
+    if (!j.is_object() || !j.contains("settings") || !j.contains("shard") || !j.contains("state"))
+        throw Error("not a `sinkscope stats --json` file with mergeable state (no settings/shard/state)", {path, "", {}});
+    try {
+        f.shard.index = j["shard"].at("index").get<std::int64_t>();
+        f.shard.count = j["shard"].at("count").get<std::int64_t>();
+        const auto total = j["settings"].at("total_samples").get<std::int64_t>();
+        require(f.shard.count >= 1 && f.shard.index >= 0 && f.shard.index < f.shard.count && f.shard.count <= total,
+                "bad shard " + j["shard"].dump());
+        require(j["shard"].at("first_sample") == f.shard.begin(total) && j["shard"].at("end_sample") == f.shard.end(total),
+                "shard " + j["shard"].dump() + " does not hold the samples of part " + std::to_string(f.shard.index) + "/" +
+                    std::to_string(f.shard.count) + " of " + std::to_string(total));
+    } catch (const nlohmann::json::exception& e) {
+        throw Error(std::string("bad shard or settings: ") + e.what(), {path, "", {}});
+    } catch (const Error& e) {
+        throw Error(e.message(), {path, "", {}});
     }
+    return f;
+}
+
+int cmd_merge(const std::vector<std::string>& paths, const std::string& json_out) {
+    require(!paths.empty(), "merge: give the shard files");
+    std::vector<ShardFile> files;
+    for (const auto& p : paths) files.push_back(read_shard(p));
+    const auto& settings = files[0].j["settings"];
+    const std::int64_t count = files[0].shard.count;
+    std::vector<const ShardFile*> by_index(std::size_t(count), nullptr);
+    for (const auto& f : files) {
+        std::vector<std::string> keys;  // the fingerprint last: a differing --seq-len is the clearer message
+        for (const auto& kv : settings.items()) if (kv.key() != "samples_fnv1a") keys.push_back(kv.key());
+        keys.push_back("samples_fnv1a");
+        for (const auto& key : keys)
+            if (const auto& value = settings.contains(key) ? settings[key] : nlohmann::json();
+                !f.j["settings"].contains(key) || f.j["settings"][key] != value)
+                throw Error("not the same run as " + files[0].path + ": setting '" + key + "' is " +
+                                (f.j["settings"].contains(key) ? f.j["settings"][key].dump() : std::string("missing")) +
+                                " here and " + value.dump() + " there", {f.path, "", {}});
+        require(f.j["settings"].size() == settings.size(), "not the same run as " + files[0].path + ": other settings", {f.path, "", {}});
+        require(f.shard.count == count, "shard " + std::to_string(f.shard.index) + "/" + std::to_string(f.shard.count) +
+                                            " of a split into " + std::to_string(f.shard.count) + ", but " + files[0].path +
+                                            " is of a split into " + std::to_string(count), {f.path, "", {}});
+        auto& slot = by_index[std::size_t(f.shard.index)];
+        require(slot == nullptr, "shard " + std::to_string(f.shard.index) + "/" + std::to_string(count) +
+                                     " given twice (also " + (slot ? slot->path : std::string()) + ")", {f.path, "", {}});
+        slot = &f;
+    }
+    std::string missing;
+    for (std::int64_t i = 0; i < count; ++i)
+        if (!by_index[std::size_t(i)]) missing += (missing.empty() ? "" : ", ") + std::to_string(i) + "/" + std::to_string(count);
+    require(missing.empty(), "merge: shard(s) " + missing + " missing (shards count from 0)");
+    std::optional<model::ResidualStats<float>> rs;
+    std::optional<model::AttentionStats<float>> as;
+    for (const ShardFile* f : by_index) {
+        try {
+            auto r = model::ResidualStats<float>::from_json(f->j["state"].at("residual"));
+            auto a = model::AttentionStats<float>::from_json(f->j["state"].at("attention"));
+            if (!rs) { rs = std::move(r); as = std::move(a); }
+            else { rs->merge(r); as->merge(a); }
+        } catch (const nlohmann::json::exception& e) {
+            throw Error(std::string("bad state: ") + e.what(), {f->path, "", {}});
+        } catch (const Error& e) {
+            throw Error(e.message(), {f->path, "", {}});
+        }
+    }
+    const double eps = settings["eps"].get<double>();
+    print_stats_header(settings, as->samples(), "");
+    analysis::print_summary(std::cout, analysis::summarize(*rs, *as, eps));
+    if (!json_out.empty()) write_json(json_out, stats_json(settings, Shard{}, *rs, *as));
     return 0;
 }
 
@@ -202,7 +369,7 @@ int main(int argc, char** argv) {
     CLI::App app{"sinkscope " + std::string(version()) + ": attention sinks and massive activations in transformer LMs"};
     app.require_subcommand(1);
 
-    std::string model_path, text, tokens, hooks, out, text_file, json_out, tokens_file;
+    std::string model_path, text, tokens, hooks, out, text_file, json_out, tokens_file, shard;
     std::uint64_t seed = 1;
     bool bos = false, no_bos = false, list_hooks = false;
     std::int64_t seq_len = 64, samples = 0;
@@ -231,7 +398,13 @@ int main(int argc, char** argv) {
     stats->add_option("--samples", samples, "at most this many samples (0: all the text gives)");
     stats->add_option("--eps", eps, "sink threshold ε on α₀ (Gu et al.: 0.3)")->check(CLI::Range(0.0, 1.0));
     stats->add_flag("--bos", bos, "prepend BOS to every sample (default: none, as Gu et al.)");
-    stats->add_option("--json", json_out, "also write the summary as JSON here");
+    stats->add_option("--shard", shard, "I/N: only the I-th (from 0) of N equal contiguous parts of the samples");
+    stats->add_option("--json", json_out, "also write the summary and the mergeable state as JSON here");
+
+    std::vector<std::string> shard_files;
+    auto* merge = app.add_subcommand("merge", "merge the --json files of `stats --shard I/N` runs into the whole run's");
+    merge->add_option("FILES", shard_files, "one --json file per shard, all N of them")->required();
+    merge->add_option("--json", json_out, "write the whole run's JSON (as `stats --json` would) here");
 
     auto* random_model = app.add_subcommand("random-model", "null control: a model's layout with random weights, "
                                                             "written as a sinkscope checkpoint");
@@ -256,8 +429,9 @@ int main(int argc, char** argv) {
             if (text.empty() && text_file.empty() && tokens_file.empty())
                 throw Error("stats: give --text-file, --text or --tokens-file");
             if (bos && !tokens_file.empty()) throw Error("stats: --bos applies to text; put BOS into the token file instead");
-            return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, bos ? 1 : -1, json_out);
+            return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, bos ? 1 : -1, shard, json_out);
         }
+        if (*merge) return cmd_merge(shard_files, json_out);
         if (*random_model) {
             if (fs::path(out).extension() != ".safetensors") throw Error("random-model: --out must end in .safetensors", {out, "", {}});
             return cmd_random_model(model_path, out, seed);

@@ -51,5 +51,55 @@ printf '1 2 x\n' > "$work/bad_tokens.txt"
 "$bin" stats "$model" --tokens-file "$work/bad_tokens.txt" --seq-len 2 > "$work/badtok.log" 2>&1
 check "bad token file exits 2" test $? -eq 2
 check "bad token file error names the line" grep -q "line 1" "$work/badtok.log"
+# Sharded stats: two shards (--shard counts from 0) merged give the whole run's JSON. The float sums in
+# the state (norm_sum, received "sum") and the mean norms made from them (norm_pos0, norm_rest) may differ
+# in the last bits, because the merge adds the two shards' sums where one run adds sample by sample:
+# compared with relative tolerance 1e-12 (3 samples of non-negative terms: the bound is about
+# 4 × 2.2e-16, see model/reducers.hpp); everything else (top-k, medians, α₀, sink rates, counts) must be equal.
+printf '1 52 62 72 82 92 102 112\n' >> "$work/tokens.txt"   # 3 samples: shards of 1 and 2
+"$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 8 --json "$work/whole.json" > "$work/whole.txt" 2>/dev/null
+check "stats (3 samples) exits 0" test $? -eq 0
+for i in 0 1; do
+    "$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 8 --shard $i/2 --json "$work/shard$i.json" > "$work/shard$i.log" 2>&1
+    check "stats --shard $i/2 exits 0" test $? -eq 0
+done
+check "shard 1/2 holds samples 1 and 2" grep -q "shard 1/2 (samples 1…2 of 3)" "$work/shard1.log"
+"$bin" merge "$work/shard1.json" "$work/shard0.json" --json "$work/merged.json" > "$work/merged.txt" 2> "$work/merge.log"
+check "merge exits 0" test $? -eq 0
+check "merge prints the whole run's table" cmp -s "$work/whole.txt" "$work/merged.txt"
+same_json() {  # same_json A B: equal JSON, the sums and mean norms within relative 1e-12
+    python3 - "$1" "$2" <<'PY'
+import json, sys
+def same(a, b, key, where):
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        return all(same(a[k], b[k], k, where + "." + k) for k in a)
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return all(same(x, y, key, where) for x, y in zip(a, b))
+    if key in ("sum", "norm_sum", "norm_pos0", "norm_rest") and type(a) is float and type(b) is float:
+        ok = abs(a - b) <= 1e-12 * abs(b)
+    else:
+        ok = type(a) is type(b) and a == b
+    if not ok: print("differs at", where, ":", a, "vs", b)
+    return ok
+sys.exit(0 if same(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), "", "") else 1)
+PY
+}
+check "merge writes the whole run's JSON" same_json "$work/merged.json" "$work/whole.json"
+check "the whole run's JSON holds the mergeable state" grep -q '"format": "sinkscope.AttentionStats"' "$work/whole.json"
+"$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 8 --shard 2/2 > "$work/badshard.log" 2>&1
+check "--shard 2/2 exits 2 (shards count from 0)" test $? -eq 2
+check "--shard 2/2 is named" grep -q "shard '2/2'" "$work/badshard.log"
+"$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 8 --shard 0/4 > "$work/manyshards.log" 2>&1
+check "more shards than samples exits 2" test $? -eq 2
+"$bin" merge "$work/shard0.json" --json "$work/partial.json" > "$work/missing.log" 2>&1
+check "merge with a missing shard exits 2" test $? -eq 2
+check "merge names the missing shard" grep -q "shard(s) 1/2 missing" "$work/missing.log"
+check "merge with a missing shard writes nothing" test ! -e "$work/partial.json"
+"$bin" merge "$work/shard0.json" "$work/shard0.json" "$work/shard1.json" > "$work/twice.log" 2>&1
+check "merge of a repeated shard exits 2 naming the file" grep -q "shard 0/2 given twice.*shard0.json" "$work/twice.log"
+"$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 7 --shard 1/2 --json "$work/other.json" > /dev/null 2>&1
+"$bin" merge "$work/shard0.json" "$work/other.json" > "$work/other.log" 2>&1
+check "merge of shards of other settings exits 2" test $? -eq 2
+check "merge names the setting and the file" grep -q "setting 'seq_len'.*other.json" "$work/other.log"
 echo "cli: $passes passed, $fails failed"
 test $fails -eq 0

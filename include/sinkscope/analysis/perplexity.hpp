@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/core/state_json.hpp"
 #include "sinkscope/model/hooks.hpp"
 
 namespace sinkscope::analysis {
@@ -44,12 +45,34 @@ std::vector<double> token_nll(const Eigen::MatrixBase<Derived>& logits, const st
     return out;
 }
 
+// Mean NLL over the predictions of many sequences. merge() adds another accumulator's predictions
+// (any two disjoint sets: the state is a sum and a count); the sum is then taken in another order, and
+// for n non-negative NLLs both orders lie within γ_{n−1} ≈ (n−1)·2⁻⁵³ of the exact sum, so merged and
+// single-run sums differ by at most 2γ_{n−1} relatively. to_json / from_json save the state exactly.
 struct NllAccumulator {
     double sum = 0;
     std::int64_t count = 0;
     void add(const std::vector<double>& nll) { for (double x : nll) { sum += x; ++count; } }
     double mean() const { return count ? sum / double(count) : 0.0; }
     double perplexity() const { return std::exp(mean()); }
+    void merge(const NllAccumulator& other) { sum += other.sum; count += other.count; }
+
+    static constexpr const char* format = "sinkscope.NllAccumulator";
+    nlohmann::json to_json() const {
+        auto j = state_json::header(format, 1);
+        j["sum"] = state_json::from_double(sum);
+        j["count"] = count;
+        return j;
+    }
+    static NllAccumulator from_json(const nlohmann::json& j) {
+        return state_json::read_state(j, format, 1, [](const nlohmann::json& s) {
+            NllAccumulator a;
+            a.sum = state_json::to_double(s.at("sum"));
+            require(s.at("count").is_number_integer() && s["count"].get<std::int64_t>() >= 0, "count must be a non-negative integer");
+            a.count = s["count"].get<std::int64_t>();
+            return a;
+        });
+    }
 };
 
 // Does query t see key j under a (sinks, window) StreamingLLM cache?
