@@ -14,8 +14,11 @@ Writes tests/fixtures/model/:
              resid_post_L{l}.npy for a few layers, pattern_L{l}.npy for a few layers (H × T × T),
              meta.json (versions, text, layers).
   stories260K/  the same for ../shared/models/stories260K.gguf (token ids, not text).
-  random_{llama,qwen2,qwen3,mistral,gpt2}/  small random-weight models saved by transformers as safetensors
-             (config.json + model.safetensors), with tokens, all logits, every layer's residual stream.
+  random_{llama,qwen2,qwen3,mistral,gpt2,gemma2,gemma3,phi3,olmo2,gpt_neox}/  small random-weight models saved by
+             transformers as safetensors (config.json + model.safetensors), with tokens, all logits, every
+             layer's residual stream.
+`make_model_fixtures.py random [KIND …]` remakes only those random-weight fixtures (default: the families
+added last: gemma2 gemma3 phi3 olmo2 gpt_neox), without the GGUF models.
 Every array is float32 unless said otherwise.
 """
 import json, os, pathlib, sys
@@ -101,8 +104,36 @@ def random_fixture(kind):
         cfg = transformers.Qwen3Config(hidden_size=48, intermediate_size=112, num_hidden_layers=3, num_attention_heads=4,
                                        num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6, rope_theta=1e6,
                                        tie_word_embeddings=True, use_sliding_window=False, **common)
+    elif kind == "gemma2":
+        # Soft-capping values small enough that tanh bends the random model's scores and logits; every
+        # other layer sliding with a window shorter than the 40 test tokens; query_pre_attn_scalar ≠ d_h.
+        cfg = transformers.Gemma2Config(hidden_size=48, intermediate_size=112, num_hidden_layers=4, num_attention_heads=4,
+                                        num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24, rms_norm_eps=1e-6,
+                                        rope_theta=10000.0, sliding_window=8, attn_logit_softcapping=5.0,
+                                        final_logit_softcapping=3.0, hidden_activation="gelu_pytorch_tanh",
+                                        pad_token_id=0, **common)
+    elif kind == "gemma3":
+        cfg = transformers.Gemma3TextConfig(hidden_size=48, intermediate_size=112, num_hidden_layers=4, num_attention_heads=4,
+                                            num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=24, rms_norm_eps=1e-6,
+                                            rope_theta=1e6, rope_local_base_freq=10000.0, sliding_window=8,
+                                            sliding_window_pattern=2, hidden_activation="gelu_pytorch_tanh",
+                                            pad_token_id=0, **common)
+    elif kind == "phi3":
+        cfg = transformers.Phi3Config(hidden_size=48, intermediate_size=112, num_hidden_layers=3, num_attention_heads=4,
+                                      num_key_value_heads=2, rms_norm_eps=1e-5, rope_theta=10000.0, partial_rotary_factor=0.5,
+                                      pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False,
+                                      resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0, **common)
+    elif kind == "olmo2":
+        cfg = transformers.Olmo2Config(hidden_size=48, intermediate_size=112, num_hidden_layers=3, num_attention_heads=6,
+                                       num_key_value_heads=3, rms_norm_eps=1e-6, rope_theta=500000.0,
+                                       pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False, **common)
+    elif kind == "gpt_neox":
+        cfg = transformers.GPTNeoXConfig(hidden_size=64, intermediate_size=160, num_hidden_layers=3, num_attention_heads=4,
+                                         rotary_pct=0.25, rotary_emb_base=10000, hidden_act="gelu", layer_norm_eps=1e-5,
+                                         use_parallel_residual=True, tie_word_embeddings=False, **common)
     cfg._attn_implementation = "eager"
-    torch.manual_seed({"llama": 11, "mistral": 12, "qwen2": 13, "qwen3": 14, "gpt2": 15}[kind])
+    torch.manual_seed({"llama": 11, "mistral": 12, "qwen2": 13, "qwen3": 14, "gpt2": 15, "gemma2": 16, "gemma3": 17,
+                       "phi3": 18, "olmo2": 19, "gpt_neox": 20}[kind])
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     # Default init leaves norms at 1 and biases at 0: perturb every parameter so that each one matters.
     with torch.no_grad():
@@ -126,7 +157,15 @@ def random_fixture(kind):
     print(f"random_{kind}: wrote {d}")
 
 
+NEW_FAMILIES = ["gemma2", "gemma3", "phi3", "olmo2", "gpt_neox"]
+
+
 def main():
+    if sys.argv[1:2] == ["random"]:
+        # Only the named random-weight fixtures (others stay as they were made): random gemma2 phi3 …
+        for kind in sys.argv[2:] or NEW_FAMILIES:
+            random_fixture(kind)
+        return
     if not SMOL.exists():
         sys.exit(f"{SMOL} missing: run scripts/fetch_model.sh first")
     tok = AutoTokenizer.from_pretrained(str(SMOL.parent), gguf_file=SMOL.name)
@@ -135,7 +174,7 @@ def main():
     gguf_fixture("smollm2", SMOL, ids, layers=[0, 1, 2, 5, 15, 28], pattern_layers=[0, 1, 15, 29], text=TEXT)
     story_ids = [1] + np.random.default_rng(3).integers(3, 512, size=71).tolist()
     gguf_fixture("stories260K", STORIES, story_ids, layers=[0, 1, 2, 3], pattern_layers=[0, 4])
-    for kind in ["llama", "mistral", "qwen2", "qwen3", "gpt2"]:
+    for kind in ["llama", "mistral", "qwen2", "qwen3", "gpt2"] + NEW_FAMILIES:
         random_fixture(kind)
 
 

@@ -41,9 +41,9 @@ namespace fs = std::filesystem;
 namespace {
 
 template <class E>
-std::map<std::string, E> enum_map(std::initializer_list<E> all) {
+std::map<std::string, E> enum_map() {
     std::map<std::string, E> m;
-    for (E e : all) m.emplace(model::to_string(e), e);
+    for (const auto& [value, name] : model::EnumNames<E>::values) m.emplace(name, value);
     return m;
 }
 
@@ -156,32 +156,30 @@ int main(int argc, char** argv) {
     app.add_option("--d-ff", c.d_ff, "FFN width; 0: 8d/3 rounded to 8 (SwiGLU) or 4d (GELU)")->capture_default_str()->group("Model");
     app.add_option("--context", c.context_length, "context length; 0: the sequence length (+1 with a sink token)")->group("Model");
     app.add_option("--norm", c.norm, "rmsnorm | layernorm | dynamic_tanh")
-        ->transform(CLI::CheckedTransformer(enum_map({model::NormKind::rmsnorm, model::NormKind::layernorm, model::NormKind::dynamic_tanh})))
+        ->transform(CLI::CheckedTransformer(enum_map<model::NormKind>()))
         ->capture_default_str()->group("Model");
     app.add_option("--placement", c.norm_placement, "pre | post | sandwich")
-        ->transform(CLI::CheckedTransformer(enum_map({model::NormPlacement::pre, model::NormPlacement::post, model::NormPlacement::sandwich})))
+        ->transform(CLI::CheckedTransformer(enum_map<model::NormPlacement>()))
         ->capture_default_str()->group("Model");
     app.add_option("--norm-eps", c.norm_eps, "norm epsilon")->capture_default_str()->group("Model");
     app.add_flag("--qk-norm", c.qk_norm, "per-head RMSNorm of q and k (Qwen3)")->group("Model");
     app.add_option("--dyt-alpha-attn", c.dyt_alpha0_attn, "DynamicTanh initial alpha, attention-block norms")->capture_default_str()->group("Model");
     app.add_option("--dyt-alpha-other", c.dyt_alpha0_other, "DynamicTanh initial alpha, FFN and final norms")->capture_default_str()->group("Model");
     app.add_option("--ffn", c.ffn, "swiglu | gelu | linear | none")
-        ->transform(CLI::CheckedTransformer(enum_map({model::FfnKind::swiglu, model::FfnKind::gelu, model::FfnKind::linear, model::FfnKind::none})))
+        ->transform(CLI::CheckedTransformer(enum_map<model::FfnKind>()))
         ->capture_default_str()->group("Model");
     app.add_option("--activation", c.activation, "silu | gelu_tanh | gelu_erf (of SwiGLU's gate or the GELU FFN)")
-        ->transform(CLI::CheckedTransformer(enum_map({model::Activation::silu, model::Activation::gelu_tanh, model::Activation::gelu_erf})))
+        ->transform(CLI::CheckedTransformer(enum_map<model::Activation>()))
         ->capture_default_str()->group("Model");
     app.add_option("--attention", c.attention, "softmax | softmax_off_by_one | sink_token | kv_bias")
-        ->transform(CLI::CheckedTransformer(enum_map({model::AttentionKind::softmax, model::AttentionKind::softmax_off_by_one,
-                                                      model::AttentionKind::sink_token, model::AttentionKind::kv_bias})))
+        ->transform(CLI::CheckedTransformer(enum_map<model::AttentionKind>()))
         ->capture_default_str()->group("Model");
     app.add_option("--gate", c.gate, "none | per_head | per_channel | static_per_head | static_per_channel")
-        ->transform(CLI::CheckedTransformer(enum_map({model::GateKind::none, model::GateKind::per_head, model::GateKind::per_channel,
-                                                      model::GateKind::static_per_head, model::GateKind::static_per_channel})))
+        ->transform(CLI::CheckedTransformer(enum_map<model::GateKind>()))
         ->capture_default_str()->group("Model");
     app.add_option("--window", c.sliding_window, "sliding attention window (0: full causal)")->capture_default_str()->group("Model");
     app.add_option("--positions", c.positions, "rope | learned | none")
-        ->transform(CLI::CheckedTransformer(enum_map({model::PositionKind::rope, model::PositionKind::learned, model::PositionKind::none})))
+        ->transform(CLI::CheckedTransformer(enum_map<model::PositionKind>()))
         ->capture_default_str()->group("Model");
     app.add_option("--rope-base", c.rope_base, "RoPE base")->capture_default_str()->group("Model");
     app.add_option("--force-sink", c.force_sink_channels, "Paper A v2 force-sink: channels reserved for position 0 (0: off)")->capture_default_str()->group("Model");

@@ -4,7 +4,9 @@
 //   attention pattern max |Δ| ≤ 1e-5.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <sinkscope/io/npy.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
@@ -121,12 +123,68 @@ TEST_CASE("SmolLM2-135M GGUF (Q4_1) agrees with Hugging Face transformers", "[re
 }
 
 TEST_CASE("random-weight safetensors models agree with Hugging Face transformers", "[reference][model]") {
-    for (const char* kind : {"llama", "mistral", "qwen2", "qwen3", "gpt2"}) {
+    for (const char* kind : {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma2", "gemma3", "phi3", "olmo2", "gpt_neox"}) {
         SECTION(kind) {
             const std::string dir = test::fixture(std::string("model/random_") + kind);
             const auto m = load_model<float>(dir);
             CHECK(m.config.architecture == kind);
             check_against_fixture(m, dir);
         }
+    }
+}
+
+// The agreement above can fail: each family's own mechanism, switched off, breaks it. A fixture that did
+// not exercise a mechanism (a window longer than the sequence, a soft cap tanh never bends) would pass
+// both ways; here it must not. Every mutation must move some logit by more than 10× the tolerance.
+TEST_CASE("the new families' fixtures exercise their mechanisms", "[reference][model]") {
+    struct Mutation { const char* kind; const char* what; std::function<void(Config&)> apply; };
+    const std::vector<Mutation> mutations = {
+        {"gemma2", "no attention soft cap", [](Config& c) { c.attn_softcap = 0; }},
+        {"gemma2", "no final logit soft cap", [](Config& c) { c.logit_softcap = 0; }},
+        {"gemma2", "every layer global", [](Config& c) { c.layer_windows.clear(); }},
+        {"gemma2", "1/sqrt(d_h) instead of query_pre_attn_scalar", [](Config& c) { c.attn_scale = 0; }},
+        {"gemma2", "no embedding scale", [](Config& c) { c.embed_scale = 1; }},
+        {"gemma2", "pre-norm instead of sandwich", [](Config& c) { c.norm_placement = NormPlacement::pre; }},
+        {"gemma3", "one RoPE base for every layer", [](Config& c) { c.rope_base_sliding = 0; }},
+        {"gemma3", "no QK-norm", [](Config& c) { c.qk_norm = false; }},
+        {"phi3", "full rotary", [](Config& c) { c.rotary_dim = 0; }},
+        {"olmo2", "no QK-norm", [](Config& c) { c.qk_norm = false; }},
+        {"gpt_neox", "sequential residual", [](Config& c) { c.parallel_residual = false; }},
+        {"gpt_neox", "full rotary", [](Config& c) { c.rotary_dim = 0; }},
+    };
+    for (const auto& m : mutations) {
+        const std::string dir = test::fixture(std::string("model/random_") + m.kind);
+        auto model = load_model<float>(dir);
+        m.apply(model.config);
+        const auto tokens = read_tokens(dir + "/tokens.npy");
+        const Mat<float> logits = forward(model.config, model.weights, tokens);
+        const auto ref = io::read_npy<float>(dir + "/logits.npy");
+        const double e = max_abs_diff(logits.data(), ref.data);
+        INFO(m.kind << ", " << m.what << ": logits max |diff| " << e);
+        CHECK(e > 1e-2);
+    }
+}
+
+TEST_CASE("family switches are named in the config and refused by training and the CUDA path", "[model]") {
+    const auto gemma = load_model<float>(test::fixture("model/random_gemma2"));
+    CHECK(gemma.config.layer_windows == std::vector<std::int64_t>{8, 0, 8, 0});
+    CHECK(gemma.config.norm_placement == NormPlacement::sandwich);
+    CHECK(gemma.config.forward_only_switches().find("attn_softcap") != std::string::npos);
+    const auto neox = load_model<float>(test::fixture("model/random_gpt_neox"));
+    CHECK(neox.config.parallel_residual);
+    CHECK(neox.config.rotary_dim == 4);
+    // A parallel block has no resid_mid; an output-placement block (OLMo-2) has no pre-norm hook.
+    const auto names = hook_names(neox.config);
+    CHECK(std::find(names.begin(), names.end(), "blocks.0.hook_resid_mid") == names.end());
+    const auto olmo = load_model<float>(test::fixture("model/random_olmo2"));
+    const auto onames = hook_names(olmo.config);
+    CHECK(std::find(onames.begin(), onames.end(), "blocks.0.ln1.hook_normalized") == onames.end());
+    // Every name the forward offers is in the list, and nothing else (the list is the forward's contract).
+    for (const auto* m : {&gemma, &neox, &olmo}) {
+        HookSet<float> hooks;
+        std::vector<std::string> seen;
+        hooks.add([](const std::string&) { return true; }, [&](const std::string& n, ActivationRef<float>&) { seen.push_back(n); });
+        forward(m->config, m->weights, std::vector<std::int32_t>{1, 2, 3, 4}, &hooks);
+        CHECK(seen == hook_names(m->config));
     }
 }

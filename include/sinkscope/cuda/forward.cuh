@@ -303,7 +303,11 @@ struct Pass {
 
 inline void check_sequences(const model::Config& c, const DeviceWeights& w, const std::vector<std::int32_t>& tokens,
                             std::int64_t B) {
-    require(B > 0 && !tokens.empty() && std::int64_t(tokens.size()) % B == 0,
+    require(c.forward_only_switches().empty(),
+            "cuda::forward does not implement " + c.forward_only_switches() + " (architecture " + c.architecture +
+                "): run it with model::forward or Backend::automatic");
+    require(!tokens.empty(), "cuda::forward: empty token sequence");
+    require(B > 0 && std::int64_t(tokens.size()) % B == 0,
             "cuda::forward: " + std::to_string(tokens.size()) + " tokens do not form " + std::to_string(B) + " sequences");
     const std::int64_t T = std::int64_t(tokens.size()) / B;
     for (std::int64_t b = 0; b < B; ++b)

@@ -8,8 +8,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "sinkscope/core/error.hpp"
 
@@ -18,8 +21,11 @@ namespace sinkscope::model {
 enum class NormKind { rmsnorm, layernorm, dynamic_tanh };
 // pre:      x + F(Norm(x))                 (Llama, GPT-2)
 // post:     Norm(x + F(x))                 (original transformer)
-// sandwich: x + Norm_post(F(Norm(x)))      (Paper B's "sandwich norm")
-enum class NormPlacement { pre, post, sandwich };
+// sandwich: x + Norm_post(F(Norm(x)))      (Paper B's "sandwich norm"; Gemma 2 and 3)
+// output:   x + Norm_post(F(x))            (OLMo-2: a norm after each sub-layer, none before)
+enum class NormPlacement { pre, post, sandwich, output };
+// QK-norm over each head's d_h entries (Qwen3, Gemma 3) or over the whole projection (OLMo-2).
+enum class QkNormScope { head, projection };
 enum class FfnKind { swiglu, gelu, linear, none };
 // softmax:            p = softmax(s)
 // softmax_off_by_one: p_j = e^{s_j} / (1 + Σ_k e^{s_k})      (= a zero-key, zero-value sink)
@@ -38,42 +44,77 @@ enum class PositionKind { rope, learned, none };
 enum class RopeLayout { interleaved, half_split };
 enum class Activation { silu, gelu_tanh, gelu_erf };
 
-inline const char* to_string(NormKind k) {
-    switch (k) { case NormKind::rmsnorm: return "rmsnorm"; case NormKind::layernorm: return "layernorm";
-                 case NormKind::dynamic_tanh: return "dynamic_tanh"; }
+// Each enum's values and names, listed once: to_string, parsing (config_io.hpp), the CLI's choices and
+// error messages all read these lists.
+template <class E> struct EnumNames;  // specialised below: static constexpr std::pair<E, const char*> values[]
+template <> struct EnumNames<NormKind> {
+    static constexpr std::pair<NormKind, const char*> values[] = {
+        {NormKind::rmsnorm, "rmsnorm"}, {NormKind::layernorm, "layernorm"}, {NormKind::dynamic_tanh, "dynamic_tanh"}};
+};
+template <> struct EnumNames<NormPlacement> {
+    static constexpr std::pair<NormPlacement, const char*> values[] = {
+        {NormPlacement::pre, "pre"}, {NormPlacement::post, "post"}, {NormPlacement::sandwich, "sandwich"},
+        {NormPlacement::output, "output"}};
+};
+template <> struct EnumNames<QkNormScope> {
+    static constexpr std::pair<QkNormScope, const char*> values[] = {{QkNormScope::head, "head"}, {QkNormScope::projection, "projection"}};
+};
+template <> struct EnumNames<FfnKind> {
+    static constexpr std::pair<FfnKind, const char*> values[] = {
+        {FfnKind::swiglu, "swiglu"}, {FfnKind::gelu, "gelu"}, {FfnKind::linear, "linear"}, {FfnKind::none, "none"}};
+};
+template <> struct EnumNames<AttentionKind> {
+    static constexpr std::pair<AttentionKind, const char*> values[] = {
+        {AttentionKind::softmax, "softmax"}, {AttentionKind::softmax_off_by_one, "softmax_off_by_one"},
+        {AttentionKind::sink_token, "sink_token"}, {AttentionKind::kv_bias, "kv_bias"}};
+};
+template <> struct EnumNames<GateKind> {
+    static constexpr std::pair<GateKind, const char*> values[] = {
+        {GateKind::none, "none"}, {GateKind::per_head, "per_head"}, {GateKind::per_channel, "per_channel"},
+        {GateKind::static_per_head, "static_per_head"}, {GateKind::static_per_channel, "static_per_channel"}};
+};
+template <> struct EnumNames<PositionKind> {
+    static constexpr std::pair<PositionKind, const char*> values[] = {
+        {PositionKind::rope, "rope"}, {PositionKind::learned, "learned"}, {PositionKind::none, "none"}};
+};
+template <> struct EnumNames<RopeLayout> {
+    static constexpr std::pair<RopeLayout, const char*> values[] = {
+        {RopeLayout::interleaved, "interleaved"}, {RopeLayout::half_split, "half_split"}};
+};
+template <> struct EnumNames<Activation> {
+    static constexpr std::pair<Activation, const char*> values[] = {
+        {Activation::silu, "silu"}, {Activation::gelu_tanh, "gelu_tanh"}, {Activation::gelu_erf, "gelu_erf"}};
+};
+
+template <class E>
+const char* enum_name(E e) {
+    for (const auto& [value, name] : EnumNames<E>::values)
+        if (value == e) return name;
     return "?";
 }
-inline const char* to_string(NormPlacement k) {
-    switch (k) { case NormPlacement::pre: return "pre"; case NormPlacement::post: return "post";
-                 case NormPlacement::sandwich: return "sandwich"; }
-    return "?";
+// One plain overload per enum (a template would compete with CLI11's own to_string for enums).
+inline const char* to_string(NormKind e) { return enum_name(e); }
+inline const char* to_string(NormPlacement e) { return enum_name(e); }
+inline const char* to_string(QkNormScope e) { return enum_name(e); }
+inline const char* to_string(FfnKind e) { return enum_name(e); }
+inline const char* to_string(AttentionKind e) { return enum_name(e); }
+inline const char* to_string(GateKind e) { return enum_name(e); }
+inline const char* to_string(PositionKind e) { return enum_name(e); }
+inline const char* to_string(RopeLayout e) { return enum_name(e); }
+inline const char* to_string(Activation e) { return enum_name(e); }
+// The enum value named `name`, or nullopt.
+template <class E>
+std::optional<E> enum_from_string(const std::string& name) {
+    for (const auto& [value, n] : EnumNames<E>::values)
+        if (name == n) return value;
+    return std::nullopt;
 }
-inline const char* to_string(FfnKind k) {
-    switch (k) { case FfnKind::swiglu: return "swiglu"; case FfnKind::gelu: return "gelu";
-                 case FfnKind::linear: return "linear"; case FfnKind::none: return "none"; }
-    return "?";
-}
-inline const char* to_string(AttentionKind k) {
-    switch (k) { case AttentionKind::softmax: return "softmax"; case AttentionKind::softmax_off_by_one: return "softmax_off_by_one";
-                 case AttentionKind::sink_token: return "sink_token"; case AttentionKind::kv_bias: return "kv_bias"; }
-    return "?";
-}
-inline const char* to_string(GateKind k) {
-    switch (k) { case GateKind::none: return "none"; case GateKind::per_head: return "per_head";
-                 case GateKind::per_channel: return "per_channel"; case GateKind::static_per_head: return "static_per_head";
-                 case GateKind::static_per_channel: return "static_per_channel"; }
-    return "?";
-}
-inline const char* to_string(PositionKind k) {
-    switch (k) { case PositionKind::rope: return "rope"; case PositionKind::learned: return "learned";
-                 case PositionKind::none: return "none"; }
-    return "?";
-}
-inline const char* to_string(RopeLayout k) { return k == RopeLayout::interleaved ? "interleaved" : "half_split"; }
-inline const char* to_string(Activation a) {
-    switch (a) { case Activation::silu: return "silu"; case Activation::gelu_tanh: return "gelu_tanh";
-                 case Activation::gelu_erf: return "gelu_erf"; }
-    return "?";
+// "a, b, c": every name of E, for messages and help texts.
+template <class E>
+std::string enum_names() {
+    std::string r;
+    for (const auto& [value, n] : EnumNames<E>::values) r += (r.empty() ? "" : ", ") + std::string(n);
+    return r;
 }
 
 struct Config {
@@ -90,7 +131,8 @@ struct Config {
     NormKind norm = NormKind::rmsnorm;
     NormPlacement norm_placement = NormPlacement::pre;
     double norm_eps = 1e-5;
-    bool qk_norm = false;                 // per-head RMSNorm of q and k before RoPE (Qwen3)
+    bool qk_norm = false;                 // RMSNorm of q and k before RoPE (Qwen3, Gemma 3, OLMo-2)
+    QkNormScope qk_norm_scope = QkNormScope::head;  // … per head (gains of d_h) or per projection (H·d_h, kvH·d_h)
     double dyt_alpha0_attn = 0.5;         // DynamicTanh initial α for attention-block norms
     double dyt_alpha0_other = 0.5;        // … for FFN-block and final norms
 
@@ -100,6 +142,15 @@ struct Config {
     AttentionKind attention = AttentionKind::softmax;
     GateKind gate = GateKind::none;
     std::int64_t sliding_window = 0;      // 0: full causal; w > 0: query t sees keys (t-w, t]
+    // Per-layer windows (Gemma 2/3 alternate sliding and global layers): empty, or one entry per layer
+    // that replaces sliding_window there (0: that layer is global).
+    std::vector<std::int64_t> layer_windows;
+    // Score of query t and key j: s = (q_t·k_j)·scale, then s ← c·tanh(s/c) when attn_softcap c > 0
+    // (Gemma 2). scale 0 means 1/√d_h; Gemma's query_pre_attn_scalar q gives scale = q^(−1/2).
+    double attn_scale = 0;
+    double attn_softcap = 0;
+    // Parallel residual (GPT-NeoX, GPT-J): x' = x + Attn(N₁(x)) + FFN(N₂(x)); no resid_mid.
+    bool parallel_residual = false;
     // Paper A v2 "force-sink" channel masking: channels [0, k) of the residual stream are reserved for
     // position 0. Before every block's pre-norm (ln1, ln2; not ln_final) the norm input of positions
     // t ≥ 1 has those channels set to zero, so only position 0 can write a direction there. 0: off.
@@ -108,6 +159,10 @@ struct Config {
     PositionKind positions = PositionKind::rope;
     RopeLayout rope_layout = RopeLayout::half_split;
     double rope_base = 10000.0;
+    double rope_base_sliding = 0;         // RoPE base of the windowed layers (Gemma 3's local base); 0: rope_base
+    std::int64_t rotary_dim = 0;          // RoPE rotates the first rotary_dim entries of a head (GPT-NeoX: 25 %); 0: all
+    double embed_scale = 1;               // x₀ = embedding · embed_scale (Gemma: √d_model, rounded to the weights' type)
+    double logit_softcap = 0;             // logits ← c·tanh(logits/c) when c > 0 (Gemma 2)
 
     bool qkv_bias = false;                // biases of q, k, v projections (Qwen2, GPT-2)
     bool out_bias = false;                // bias of the attention output projection (GPT-2)
@@ -118,6 +173,33 @@ struct Config {
     std::int64_t q_dim() const { return n_heads * head_dim; }
     std::int64_t kv_dim() const { return n_kv_heads * head_dim; }
     std::int64_t n_sub_blocks() const { return 2 * n_layers; }
+    std::int64_t window_at(std::int64_t layer) const {
+        return layer_windows.empty() ? sliding_window : layer_windows[std::size_t(layer)];
+    }
+    double rope_base_at(std::int64_t layer) const {
+        return rope_base_sliding > 0 && window_at(layer) > 0 ? rope_base_sliding : rope_base;
+    }
+    std::int64_t rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+    // Whether the block has a norm before its sub-layers (every placement but post and output).
+    bool has_pre_norm() const { return norm_placement == NormPlacement::pre || norm_placement == NormPlacement::sandwich; }
+    bool has_post_norm() const { return norm_placement == NormPlacement::sandwich || norm_placement == NormPlacement::output; }
+    // The switches that only the CPU forward implements (families loaded for analysis: Gemma, OLMo-2,
+    // GPT-NeoX, Phi-3's partial rotary); "" when there is none. Training and the CUDA forward refuse them.
+    std::string forward_only_switches() const {
+        std::string r;
+        auto add = [&r](bool on, const char* what) { if (on) r += (r.empty() ? "" : ", ") + std::string(what); };
+        add(norm_placement == NormPlacement::output, "norm_placement = output");
+        add(qk_norm && qk_norm_scope == QkNormScope::projection, "qk_norm_scope = projection");
+        add(!layer_windows.empty(), "layer_windows");
+        add(attn_scale != 0, "attn_scale");
+        add(attn_softcap != 0, "attn_softcap");
+        add(parallel_residual, "parallel_residual");
+        add(rope_base_sliding != 0, "rope_base_sliding");
+        add(rotary_dim != 0 && rotary_dim != head_dim, "rotary_dim");
+        add(embed_scale != 1, "embed_scale");
+        add(logit_softcap != 0, "logit_softcap");
+        return r;
+    }
 
     void validate() const {
         auto bad = [](const std::string& m) { throw Error("invalid config: " + m); };
@@ -142,6 +224,18 @@ struct Config {
                 std::to_string(d_model) + "]");
         if (force_sink_channels > 0 && norm_placement == NormPlacement::post)
             bad("force_sink_channels needs a pre-norm (pre or sandwich placement); post-norm has none");
+        if (!layer_windows.empty() && std::int64_t(layer_windows.size()) != n_layers)
+            bad("layer_windows has " + std::to_string(layer_windows.size()) + " entries for " + std::to_string(n_layers) + " layers");
+        for (std::int64_t w : layer_windows)
+            if (w < 0 || w > context_length) bad("every layer window must lie in [0, context_length]");
+        if (rotary_dim < 0 || rotary_dim > head_dim || rotary_dim % 2 != 0)
+            bad("rotary_dim (" + std::to_string(rotary_dim) + ") must be even and lie in [0, head_dim = " + std::to_string(head_dim) + "]");
+        if (!(attn_scale >= 0) || !(attn_softcap >= 0) || !(logit_softcap >= 0) || !(rope_base_sliding >= 0) || !(embed_scale > 0))
+            bad("attn_scale, attn_softcap, logit_softcap and rope_base_sliding must be >= 0, embed_scale > 0");
+        if (parallel_residual && norm_placement != NormPlacement::pre) bad("parallel_residual needs pre-norm placement");
+        if (parallel_residual && ffn == FfnKind::none) bad("parallel_residual needs an FFN");
+        if (force_sink_channels > 0 && norm_placement == NormPlacement::output)
+            bad("force_sink_channels needs a pre-norm (pre or sandwich placement); output placement has none");
         if (attention == AttentionKind::sink_token && context_length < 2)
             bad("a sink token takes one position of the context; context_length must be >= 2");
     }
@@ -155,7 +249,20 @@ struct Config {
            << " attn=" << to_string(attention) << " gate=" << to_string(gate)
            << " pos=" << to_string(positions);
         if (positions == PositionKind::rope) os << "(" << to_string(rope_layout) << ", base " << rope_base << ")";
+        if (rotary_dim && rotary_dim != head_dim) os << " rotary_dim=" << rotary_dim;
+        if (rope_base_sliding) os << " rope_base_sliding=" << rope_base_sliding;
         if (sliding_window) os << " window=" << sliding_window;
+        if (!layer_windows.empty()) {
+            os << " windows=[";
+            for (std::size_t l = 0; l < layer_windows.size(); ++l) os << (l ? "," : "") << layer_windows[l];
+            os << "]";
+        }
+        if (qk_norm && qk_norm_scope == QkNormScope::projection) os << " qk_norm=projection";
+        if (parallel_residual) os << " parallel";
+        if (attn_scale) os << " attn_scale=" << attn_scale;
+        if (attn_softcap) os << " attn_softcap=" << attn_softcap;
+        if (logit_softcap) os << " logit_softcap=" << logit_softcap;
+        if (embed_scale != 1) os << " embed_scale=" << embed_scale;
         if (force_sink_channels) os << " force_sink=" << force_sink_channels;
         os << (tied_embeddings ? " tied" : " untied");
         return os.str();

@@ -1,8 +1,10 @@
 // The forward pass of the sinkscope transformer over one sequence, with hook points.
 //
 //   pre-norm:  h = x + Attn(N₁(x));        x' = h + FFN(N₂(h))          (Llama, GPT-2)
-//   sandwich:  h = x + N₁ᵖ(Attn(N₁(x)));   x' = h + N₂ᵖ(FFN(N₂(h)))     (Paper B)
+//   sandwich:  h = x + N₁ᵖ(Attn(N₁(x)));   x' = h + N₂ᵖ(FFN(N₂(h)))     (Paper B, Gemma 2/3)
 //   post-norm: h = N₁(x + Attn(x));        x' = N₂(h + FFN(h))
+//   output:    h = x + N₁ᵖ(Attn(x));       x' = h + N₂ᵖ(FFN(h))          (OLMo-2)
+//   parallel:  x' = x + Attn(N₁(x)) + FFN(N₂(x))                         (GPT-NeoX)
 //   Attn(x) = Σ_h gate_h ⊙ softmax(q_h k_gᵀ/√d_h + causal mask) v_g · W_Oᵀ,   g = kv head of h
 //   SwiGLU:  FFN(x) = W_down (silu(W_gate x) ⊙ W_up x);   GELU FFN: W_down gelu(W_up x + b) + b
 // Every activation named in hooks.hpp is offered to the hooks, which may read or overwrite it.
@@ -57,6 +59,7 @@ struct BlockScratch {
     Mat<T> q, k, v, z, slot_scores;               // attention; slot_scores (H, T)
     Mat<T> scores, pattern;                       // (H·T, T), only when a hook asks for them
     Mat<T> gate, up, hidden;                      // FFN (T, d_ff)
+    Mat<T> parallel_attn;                         // (T, d) the attention output of a parallel block
 };
 
 // Multi-head causal attention of one block. `xn` (T × d) is the block input after its norm; writes
@@ -64,25 +67,29 @@ struct BlockScratch {
 // materialised as (H·T × T) and the hooks may rewrite them; otherwise causal_attention_forward computes
 // the same z without them, skipping the masked half.
 template <class T>
-void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c,
+void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c, std::int64_t layer,
                              const std::string& prefix, const HookCaller<T>& hook, BlockScratch<T>& s) {
     const std::int64_t n = xn.rows(), H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
+    const ScoreRule rule = ScoreRule::of_layer(c, layer);
     Mat<T>& q = s.q;
     Mat<T>& k = s.k;
     Mat<T>& v = s.v;
     linear_forward(q, xn, w.wq, w.bq);  // (T, H·d_h)
     linear_forward(k, xn, w.wk, w.bk);  // (T, G·d_h)
     linear_forward(v, xn, w.wv, w.bv);  // (T, G·d_h)
-    if (c.qk_norm) {
+    if (c.qk_norm && c.qk_norm_scope == QkNormScope::head) {
         head_rmsnorm_forward(q, w.q_norm, H, dh, c.norm_eps);
         head_rmsnorm_forward(k, w.k_norm, G, dh, c.norm_eps);
+    } else if (c.qk_norm) {  // one RMSNorm over the whole projection (OLMo-2)
+        head_rmsnorm_forward(q, w.q_norm, 1, H * dh, c.norm_eps);
+        head_rmsnorm_forward(k, w.k_norm, 1, G * dh, c.norm_eps);
     }
     hook(prefix + "attn.hook_q", q.data(), {n, H, dh});
     hook(prefix + "attn.hook_k", k.data(), {n, G, dh});
     hook(prefix + "attn.hook_v", v.data(), {n, G, dh});
     if (c.positions == PositionKind::rope) {
-        rope_forward(q, H, dh, c.rope_base, c.rope_layout);
-        rope_forward(k, G, dh, c.rope_base, c.rope_layout);
+        rope_forward(q, H, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims());
+        rope_forward(k, G, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims());
         hook(prefix + "attn.hook_rot_q", q.data(), {n, H, dh});
         hook(prefix + "attn.hook_rot_k", k.data(), {n, G, dh});
     }
@@ -95,7 +102,7 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
         if (c.attention == AttentionKind::kv_bias)
             for (std::int64_t h = 0; h < H; ++h)
                 slot_scores.row(h) = (q.middleCols(h * dh, dh) * w.sink_kv.row(0).segment((h / group) * dh, dh).transpose())
-                                         .transpose() / std::sqrt(T(dh));
+                                         .transpose() * rule.scale_for<T>(dh);
     }
 
     Mat<T>& z = s.z;  // (T, H·d_h)
@@ -108,7 +115,7 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
 #pragma omp parallel for schedule(static) if (H > 1)
         for (std::int64_t h = 0; h < H; ++h)
             attention_scores_forward<T>(scores.middleRows(h * n, n), q.middleCols(h * dh, dh),
-                                        k.middleCols((h / group) * dh, dh), c.sliding_window);
+                                        k.middleCols((h / group) * dh, dh), rule);
         hook(prefix + "attn.hook_attn_scores", scores.data(), {H, n, n});
 #pragma omp parallel for schedule(static) if (H > 1)
         for (std::int64_t h = 0; h < H; ++h)
@@ -127,7 +134,7 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
             }
         }
     } else {
-        causal_attention_forward(z, q, k, v, H, G, dh, c.sliding_window, has_slot ? &slot_scores : nullptr,
+        causal_attention_forward(z, q, k, v, H, G, dh, rule, has_slot ? &slot_scores : nullptr,
                                  kv_bias ? w.sink_kv.row(1).data() : nullptr);
     }
 
@@ -195,8 +202,8 @@ const Mat<T>& force_sink_input(const Mat<T>& x, const Config& c, Mat<T>& buffer)
 }
 
 // One residual sub-layer (attention or FFN) in place on x (T × d), in the configured norm placement:
-//   pre-norm: x += F(N(x));   sandwich: x += Nᵖ(F(N(x)));   post-norm: x = N(x + F(x)).
-// `sublayer(out, input)` computes F; `norm_hook` names N's output, `out_hook` F's output.
+//   pre-norm: x += F(N(x));   sandwich: x += Nᵖ(F(N(x)));   post-norm: x = N(x + F(x));   output: x += Nᵖ(F(x)).
+// `sublayer(out, input)` computes F; `norm_hook` names N's output, `out_hook` what is added to x.
 template <class T, class Sublayer>
 void residual_sublayer(Mat<T>& x, const NormWeights<T>& norm, const NormWeights<T>& post_norm, const Config& c,
                        const std::string& norm_hook, const std::string& out_hook, const HookCaller<T>& hook,
@@ -211,10 +218,14 @@ void residual_sublayer(Mat<T>& x, const NormWeights<T>& norm, const NormWeights<
         hook(norm_hook, x.data(), {n, d});
         return;
     }
-    norm_forward(s.xn, force_sink_input(x, c, s.masked), norm, c.norm, c.norm_eps);
-    hook(norm_hook, s.xn.data(), {n, d});
-    sublayer(s.out, s.xn);
-    if (c.norm_placement == NormPlacement::sandwich) {
+    if (c.norm_placement == NormPlacement::output) {
+        sublayer(s.out, x);
+    } else {
+        norm_forward(s.xn, force_sink_input(x, c, s.masked), norm, c.norm, c.norm_eps);
+        hook(norm_hook, s.xn.data(), {n, d});
+        sublayer(s.out, s.xn);
+    }
+    if (c.has_post_norm()) {
         norm_forward(s.post_norm, s.out, post_norm, c.norm, c.norm_eps);
         s.out.swap(s.post_norm);
     }
@@ -229,8 +240,23 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
     const std::int64_t n = x.rows(), d = c.d_model;
     const std::string p = "blocks." + std::to_string(layer) + ".";
     hook(p + "hook_resid_pre", x.data(), {n, d});
+    if (c.parallel_residual) {  // x' = x + Attn(N₁(x)) + FFN(N₂(x)): both read the block's input
+        norm_forward(s.xn, force_sink_input(x, c, s.masked), w.attn_norm, c.norm, c.norm_eps);
+        hook(p + "ln1.hook_normalized", s.xn.data(), {n, d});
+        Mat<T>& attn_out = s.parallel_attn;
+        attention_block_forward(attn_out, s.xn, w, c, layer, p, hook, s);
+        hook(p + "hook_attn_out", attn_out.data(), {n, d});
+        norm_forward(s.xn, force_sink_input(x, c, s.masked), w.ffn_norm, c.norm, c.norm_eps);
+        hook(p + "ln2.hook_normalized", s.xn.data(), {n, d});
+        ffn_block_forward(s.out, s.xn, w, c, p, hook, s);
+        hook(p + "hook_mlp_out", s.out.data(), {n, d});
+        s.out += attn_out;  // (FFN + Attn) + x, Hugging Face's order of the sum
+        x += s.out;
+        hook(p + "hook_resid_post", x.data(), {n, d});
+        return;
+    }
     residual_sublayer(x, w.attn_norm, w.attn_post_norm, c, p + "ln1.hook_normalized", p + "hook_attn_out", hook, s,
-                      [&](Mat<T>& out, const Mat<T>& in) { attention_block_forward(out, in, w, c, p, hook, s); });
+                      [&](Mat<T>& out, const Mat<T>& in) { attention_block_forward(out, in, w, c, layer, p, hook, s); });
     hook(p + "hook_resid_mid", x.data(), {n, d});
     if (c.ffn != FfnKind::none)
         residual_sublayer(x, w.ffn_norm, w.ffn_post_norm, c, p + "ln2.hook_normalized", p + "hook_mlp_out", hook, s,
@@ -262,6 +288,7 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
     Mat<T> x(n, d);  // (T, d) residual stream (T + 1 rows with a sink token, the sink first)
     if (sink) x.row(0) = w.sink_embed.transpose();
     for (std::int64_t t = sink; t < n; ++t) x.row(t) = w.tok_embed.row(tokens[t - sink]);
+    if (c.embed_scale != 1) x.bottomRows(n - sink) *= T(c.embed_scale);  // Gemma: √d_model, rounded to T
     hook("hook_embed", x.data(), {n, d});
     if (c.positions == PositionKind::learned) {
         Mat<T> pe = w.pos_embed.topRows(n);
@@ -283,6 +310,7 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
     static const Vec<T> no_bias;
     if (sink) { const Mat<T> real = x.bottomRows(n - 1); linear_forward(logits, real, w.output_head(), no_bias); }
     else linear_forward(logits, x, w.output_head(), no_bias);  // (T, vocab)
+    if (c.logit_softcap > 0) ScoreRule{0, 0, c.logit_softcap}.cap(logits);  // c·tanh(logits/c) (Gemma 2)
     hook("logits", logits.data(), {n - sink, c.vocab_size});
     return logits;
 }

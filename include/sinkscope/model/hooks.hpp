@@ -3,9 +3,11 @@
 // Shapes have no batch dimension (the forward pass runs one sequence):
 //   hook_embed, hook_pos_embed                      [pos, d_model]
 //   blocks.{l}.hook_resid_pre / _mid / _post        [pos, d_model]   residual stream before the block,
-//                                                                    after attention, after the FFN
+//                                                                    after attention (none in a parallel
+//                                                                    block: GPT-NeoX), after the FFN
 //   blocks.{l}.ln1.hook_normalized                  [pos, d_model]   output of the attention-block norm
 //   blocks.{l}.ln2.hook_normalized                  [pos, d_model]   output of the FFN-block norm
+//        (none with output placement, OLMo-2: its norms act on what the sub-layers add, hook_*_out)
 //        (the same meaning for RMSNorm, LayerNorm and DynamicTanh: the norm's output, gain included)
 //   blocks.{l}.attn.hook_q                          [pos, head, d_head]     after bias and QK-norm, before RoPE
 //   blocks.{l}.attn.hook_k / hook_v                 [pos, kv_head, d_head]  (grouped-query: kv heads)
@@ -61,7 +63,7 @@ inline std::vector<std::string> hook_names(const Config& c) {
     for (std::int64_t l = 0; l < c.n_layers; ++l) {
         const std::string b = "blocks." + std::to_string(l) + ".";
         n.push_back(b + "hook_resid_pre");
-        n.push_back(b + "ln1.hook_normalized");
+        if (c.norm_placement != NormPlacement::output) n.push_back(b + "ln1.hook_normalized");
         for (const char* s : {"hook_q", "hook_k", "hook_v"}) n.push_back(b + "attn." + s);
         if (c.positions == PositionKind::rope) { n.push_back(b + "attn.hook_rot_q"); n.push_back(b + "attn.hook_rot_k"); }
         n.push_back(b + "attn.hook_attn_scores");
@@ -69,9 +71,9 @@ inline std::vector<std::string> hook_names(const Config& c) {
         if (c.gate != GateKind::none) n.push_back(b + "attn.hook_gate");
         n.push_back(b + "attn.hook_z");
         n.push_back(b + "hook_attn_out");
-        n.push_back(b + "hook_resid_mid");
+        if (!c.parallel_residual) n.push_back(b + "hook_resid_mid");
         if (c.ffn != FfnKind::none) {
-            n.push_back(b + "ln2.hook_normalized");
+            if (c.norm_placement != NormPlacement::output) n.push_back(b + "ln2.hook_normalized");
             if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) n.push_back(b + "mlp.hook_pre");
             if (c.ffn == FfnKind::swiglu) n.push_back(b + "mlp.hook_pre_linear");
             if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) n.push_back(b + "mlp.hook_post");

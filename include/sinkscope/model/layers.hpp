@@ -113,14 +113,15 @@ const RopeTable<T>& rope_table(std::int64_t n, std::int64_t head_dim, double bas
 }
 
 // Rotary position embedding, in place on x (T × n_heads·d_h), position of row t = t + offset.
-// Pair (a, b) of frequency i (i < d_h/2) is rotated by θ = pos · base^(−2i/d_h):
+// Pair (a, b) of frequency i (i < r/2) is rotated by θ = pos · base^(−2i/r), r = rotary_dim (0: d_h):
 //   a' = a cos θ − b sin θ,  b' = a sin θ + b cos θ.
-// interleaved: (a, b) = (x[2i], x[2i+1]);  half_split: (a, b) = (x[i], x[i + d_h/2]).
+// interleaved: (a, b) = (x[2i], x[2i+1]);  half_split: (a, b) = (x[i], x[i + r/2]).
+// Entries r … d_h − 1 of each head pass unrotated (partial rotary: GPT-NeoX rotates 25 %).
 template <class T>
 void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double base, RopeLayout layout,
-                  std::int64_t offset = 0) {
-    const std::int64_t half = head_dim / 2;
-    const RopeTable<T>& tab = rope_table<T>(x.rows(), head_dim, base, offset);
+                  std::int64_t offset = 0, std::int64_t rotary_dim = 0) {
+    const std::int64_t r = rotary_dim > 0 ? rotary_dim : head_dim, half = r / 2;
+    const RopeTable<T>& tab = rope_table<T>(x.rows(), r, base, offset);
     for (Eigen::Index t = 0; t < x.rows(); ++t) {
         for (std::int64_t i = 0; i < half; ++i) {
             const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];
@@ -154,16 +155,33 @@ void activation_forward(Mat<T>& y, const Mat<T>& x, Activation a) {
     y = x.unaryExpr([a](T v) { return activate(a, v); });
 }
 
+// How a query-key score is formed: s = (q·k)·scale, then s ← c·tanh(s/c) when the soft cap c > 0
+// (Gemma 2); scale 0 stands for 1/√d_h. Keys more than `window` − 1 positions back are masked (0: none).
+struct ScoreRule {
+    std::int64_t window = 0;
+    double scale = 0;
+    double softcap = 0;
+    static ScoreRule of_layer(const Config& c, std::int64_t layer) { return {c.window_at(layer), c.attn_scale, c.attn_softcap}; }
+    template <class T> T scale_for(std::int64_t head_dim) const { return scale > 0 ? T(scale) : T(1) / std::sqrt(T(head_dim)); }
+    // s ← c·tanh(s/c) on every entry of a block of scores (before the mask, as Hugging Face does).
+    template <class Block> void cap(Block&& s) const {
+        using T = typename std::decay_t<Block>::Scalar;
+        if (softcap > 0) s = (s.array() / T(softcap)).tanh() * T(softcap);
+    }
+};
+
 // Causal attention of one head, in place of its pattern row block.
 //   scores[t, j] = q_t · k_j / √d_h  for allowed j (j ≤ t, and t − j < window when windowed), −∞ otherwise
+//   (the scale and soft cap of a ScoreRule where given)
 //   softmax:            p[t, j] = e^{s_j} / Σ_k e^{s_k}
 //   off-by-one / slot:  p[t, j] = e^{s_j} / (e^{s_slot} + Σ_k e^{s_k})   (s_slot = 0 for off-by-one)
 // `slot_scores` holds s_slot per query (empty: no extra slot). `scores` and `pattern` are (T × T).
 template <class T, class QBlock, class KBlock>
-void attention_scores_forward(Eigen::Ref<Mat<T>> scores, const QBlock& q, const KBlock& k, std::int64_t window) {
+void attention_scores_forward(Eigen::Ref<Mat<T>> scores, const QBlock& q, const KBlock& k, ScoreRule rule) {
     const Eigen::Index n = q.rows();
-    const T scale = T(1) / std::sqrt(T(q.cols()));
-    scores.noalias() = (q * k.transpose()) * scale;
+    const std::int64_t window = rule.window;
+    scores.noalias() = (q * k.transpose()) * rule.scale_for<T>(q.cols());
+    rule.cap(scores);
     const T ninf = -std::numeric_limits<T>::infinity();
     for (Eigen::Index t = 0; t < n; ++t) {
         for (Eigen::Index j = t + 1; j < n; ++j) scores(t, j) = ninf;
@@ -198,12 +216,12 @@ void softmax_forward(Eigen::Ref<Mat<T>> pattern, const Eigen::Ref<const Mat<T>>&
 // q (T × H·d_h), k and v (T × G·d_h), z (T × H·d_h); query head h reads kv head h / (H / G).
 template <class T>
 void causal_attention_forward(Mat<T>& z, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, std::int64_t n_heads,
-                              std::int64_t n_kv_heads, std::int64_t head_dim, std::int64_t window,
+                              std::int64_t n_kv_heads, std::int64_t head_dim, ScoreRule rule,
                               const Mat<T>* slot_scores, const T* slot_value) {
     constexpr std::int64_t kQueryBlock = 64;
-    const std::int64_t n = q.rows(), group = n_heads / n_kv_heads, dh = head_dim;
+    const std::int64_t n = q.rows(), group = n_heads / n_kv_heads, dh = head_dim, window = rule.window;
     const std::int64_t blocks = (n + kQueryBlock - 1) / kQueryBlock;
-    const T scale = T(1) / std::sqrt(T(dh));
+    const T scale = rule.scale_for<T>(dh);
     z.resize(n, n_heads * dh);
 #pragma omp parallel if (n_heads * blocks > 1)
     {
@@ -216,6 +234,7 @@ void causal_attention_forward(Mat<T>& z, const Mat<T>& q, const Mat<T>& k, const
             const std::int64_t g = h / group;
             auto p = buffer.topLeftCorner(rows, keys);
             p.noalias() = (q.block(r0, h * dh, rows, dh) * k.block(lo, g * dh, keys, dh).transpose()) * scale;
+            rule.cap(p);
             for (std::int64_t t = r0; t < r1; ++t) {
                 const std::int64_t j0 = (window > 0 ? std::max<std::int64_t>(0, t - window + 1) : 0) - lo;
                 const std::int64_t j1 = t - lo + 1;  // keys [j0, j1) of the block are visible to t

@@ -1,10 +1,10 @@
-// Loading checkpoints into Config + Weights<T>: GGUF (llama, mistral, qwen2, qwen3, gpt2) and Hugging Face
-// safetensors directories (config.json + model.safetensors or a sharded index).
+// Loading checkpoints into Config + Weights<T>: GGUF and Hugging Face safetensors directories
+// (config.json + model.safetensors or a sharded index), for every family of families.hpp.
 //
 // Every hyperparameter is read from the file's own metadata. Every tensor's shape is checked against
 // the config before it is read; a mismatch throws sinkscope::Error naming the file, the tensor and its
-// byte offset. RoPE layout is chosen here: llama.cpp stores llama/mistral Q and K rows permuted for
-// interleaved rotation, qwen2/qwen3 in Hugging Face's half-split order; safetensors are half-split.
+// byte offset. The families' switches, names and layouts come from families.hpp; this file has one
+// reader for all of them.
 #pragma once
 
 #include <filesystem>
@@ -18,6 +18,7 @@
 #include "sinkscope/io/gguf.hpp"
 #include "sinkscope/io/safetensors.hpp"
 #include "sinkscope/model/config.hpp"
+#include "sinkscope/model/families.hpp"
 #include "sinkscope/model/weights.hpp"
 
 namespace sinkscope::model {
@@ -103,110 +104,171 @@ inline TensorSource safetensors_source(const io::SafetensorsCheckpoint& ck, cons
     return s;
 }
 
-// Splits a fused (3·d × d) QKV matrix / (3·d) bias into its three parts.
+// Splits a fused QKV matrix ((H + 2·kvH)·d_h × d) and its bias into q, k and v, in either row order.
 template <class T>
-void split_qkv(LayerWeights<T>& L, const Mat<T>& qkv, const Vec<T>& b, std::int64_t d) {
-    L.wq = qkv.topRows(d); L.wk = qkv.middleRows(d, d); L.wv = qkv.bottomRows(d);
-    if (b.size()) { L.bq = b.head(d); L.bk = b.segment(d, d); L.bv = b.tail(d); }
+void split_qkv(LayerWeights<T>& L, const Mat<T>& qkv, const Vec<T>& b, const Config& c, FusedQkv order) {
+    const std::int64_t q = c.q_dim(), kv = c.kv_dim(), dh = c.head_dim;
+    if (order == FusedQkv::concatenated) {
+        L.wq = qkv.topRows(q); L.wk = qkv.middleRows(q, kv); L.wv = qkv.bottomRows(kv);
+        if (b.size()) { L.bq = b.head(q); L.bk = b.segment(q, kv); L.bv = b.tail(kv); }
+        return;
+    }
+    // per_head: head h holds rows [3h·d_h, 3(h+1)·d_h) = its q, k and v (GPT-NeoX; one kv head per head).
+    require(c.n_heads == c.n_kv_heads, "a per-head fused QKV needs as many kv heads as heads");
+    const auto has_bias = b.size() > 0;
+    L.wq.resize(q, qkv.cols()); L.wk.resize(kv, qkv.cols()); L.wv.resize(kv, qkv.cols());
+    if (has_bias) { L.bq.resize(q); L.bk.resize(kv); L.bv.resize(kv); }
+    for (std::int64_t h = 0; h < c.n_heads; ++h) {
+        L.wq.middleRows(h * dh, dh) = qkv.middleRows(3 * h * dh, dh);
+        L.wk.middleRows(h * dh, dh) = qkv.middleRows(3 * h * dh + dh, dh);
+        L.wv.middleRows(h * dh, dh) = qkv.middleRows(3 * h * dh + 2 * dh, dh);
+        if (has_bias) {
+            L.bq.segment(h * dh, dh) = b.segment(3 * h * dh, dh);
+            L.bk.segment(h * dh, dh) = b.segment(3 * h * dh + dh, dh);
+            L.bv.segment(h * dh, dh) = b.segment(3 * h * dh + 2 * dh, dh);
+        }
+    }
+}
+
+// "{l}" → the layer index.
+inline std::string layer_name(const std::string& pattern, std::int64_t l) {
+    const auto at = pattern.find("{l}");
+    return at == std::string::npos ? pattern : pattern.substr(0, at) + std::to_string(l) + pattern.substr(at + 3);
+}
+
+// How one format stores a family's tensors (beyond their names).
+struct Layout {
+    FusedQkv fused = FusedQkv::concatenated;
+    bool conv1d = false;       // (in × out) storage: transpose on read
+    double norm_offset = 0;    // stored gains are g − offset
+    std::string prefix;        // prepended to every name but the output head ("transformer." in some GPT-2 exports)
+};
+
+// Reads every tensor the Config needs under the family's names. A tensor the Config needs must exist
+// (a missing one is an Error naming it); a tensor the Config does not need is not read.
+template <class T>
+Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorNames& names, const Layout& layout,
+                        const std::string& where) {
+    const std::int64_t d = c.d_model, V = c.vocab_size, q = c.q_dim(), kv = c.kv_dim();
+    auto full = [&](const std::string& pattern, std::int64_t l) { return layout.prefix + layer_name(pattern, l); };
+    auto need = [&](const std::string& pattern, const char* what) {
+        if (pattern.empty()) throw Error(std::string("this family's checkpoints have no ") + what + " tensor, which the config needs", {where, what, {}});
+    };
+    auto matrix = [&](const std::string& pattern, std::int64_t l, std::int64_t rows, std::int64_t cols, const char* what) {
+        need(pattern, what);
+        if (!layout.conv1d) return read_matrix<T>(s, full(pattern, l), rows, cols);
+        return Mat<T>(read_matrix<T>(s, full(pattern, l), cols, rows).transpose());
+    };
+    auto vector = [&](const std::string& pattern, std::int64_t l, std::int64_t n, const char* what) {
+        need(pattern, what);
+        return read_vector<T>(s, full(pattern, l), n);
+    };
+    auto gain = [&](const std::string& pattern, std::int64_t l, std::int64_t n, const char* what) {
+        Vec<T> g = vector(pattern, l, n, what);
+        if (layout.norm_offset != 0) g.array() += T(layout.norm_offset);  // (1 + g) RMSNorm: T(1) + g, as Gemma computes it
+        return g;
+    };
+    auto norm = [&](NormWeights<T>& n, const std::string& w, const std::string& b, std::int64_t l, const char* what) {
+        n.weight = gain(w, l, d, what);
+        if (c.norm_bias) n.bias = vector(b, l, d, what);
+    };
+
+    Weights<T> w;
+    // Embeddings are tables (row = token or position) in every layout, never stored transposed.
+    need(names.tok_embed, "token embedding");
+    w.tok_embed = read_matrix<T>(s, full(names.tok_embed, -1), V, d);
+    if (c.positions == PositionKind::learned) {
+        need(names.pos_embed, "position embedding");
+        w.pos_embed = read_matrix<T>(s, full(names.pos_embed, -1), c.context_length, d);
+    }
+    w.layers.resize(c.n_layers);
+    for (std::int64_t l = 0; l < c.n_layers; ++l) {
+        LayerWeights<T>& L = w.layers[l];
+        if (c.norm_placement != NormPlacement::output) norm(L.attn_norm, names.attn_norm, names.attn_norm_bias, l, "attention norm");
+        if (c.has_post_norm()) norm(L.attn_post_norm, names.attn_post_norm, "", l, "post-attention norm");
+        if (!names.wq.empty()) {
+            L.wq = matrix(names.wq, l, q, d, "W_Q");
+            L.wk = matrix(names.wk, l, kv, d, "W_K");
+            L.wv = matrix(names.wv, l, kv, d, "W_V");
+            if (c.qkv_bias) { L.bq = vector(names.bq, l, q, "b_Q"); L.bk = vector(names.bk, l, kv, "b_K"); L.bv = vector(names.bv, l, kv, "b_V"); }
+        } else {
+            const Mat<T> qkv = matrix(names.qkv, l, q + 2 * kv, d, "fused QKV");
+            const Vec<T> b = c.qkv_bias ? vector(names.qkv_bias, l, q + 2 * kv, "fused QKV bias") : Vec<T>();
+            split_qkv(L, qkv, b, c, layout.fused);
+        }
+        L.wo = matrix(names.wo, l, d, q, "W_O");
+        if (c.out_bias) L.bo = vector(names.bo, l, d, "b_O");
+        else if (!names.bo.empty()) L.bo = read_optional_vector<T>(s, full(names.bo, l), d);
+        if (c.qk_norm) {
+            const bool head = c.qk_norm_scope == QkNormScope::head;
+            L.q_norm = gain(names.q_norm, l, head ? c.head_dim : q, "q_norm");
+            L.k_norm = gain(names.k_norm, l, head ? c.head_dim : kv, "k_norm");
+        }
+        if (c.ffn != FfnKind::none) {
+            if (c.norm_placement != NormPlacement::output) norm(L.ffn_norm, names.ffn_norm, names.ffn_norm_bias, l, "FFN norm");
+            if (c.has_post_norm()) norm(L.ffn_post_norm, names.ffn_post_norm, "", l, "post-FFN norm");
+        }
+        if (c.ffn == FfnKind::swiglu && names.w_gate.empty()) {
+            const Mat<T> gate_up = matrix(names.gate_up, l, 2 * c.d_ff, d, "fused gate/up");
+            L.w_gate = gate_up.topRows(c.d_ff);
+            L.w_up = gate_up.bottomRows(c.d_ff);
+        } else if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) {
+            if (c.ffn == FfnKind::swiglu) L.w_gate = matrix(names.w_gate, l, c.d_ff, d, "W_gate");
+            L.w_up = matrix(names.w_up, l, c.d_ff, d, "W_in");
+        }
+        if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) {
+            L.w_down = matrix(names.w_down, l, d, c.d_ff, "W_out");
+            if (c.mlp_bias) { L.b_up = vector(names.b_up, l, c.d_ff, "b_in"); L.b_down = vector(names.b_down, l, d, "b_out"); }
+        }
+    }
+    if (c.norm_placement != NormPlacement::post) norm(w.final_norm, names.final_norm, names.final_norm_bias, -1, "final norm");
+    const std::string head = names.lm_head;  // the output head is never prefixed
+    if (!c.tied_embeddings) {
+        if (!s.has(head)) throw Error("untied model has no " + head, {where, head, {}});
+        w.lm_head = read_matrix<T>(s, head, V, d);
+    }
+    return w;
 }
 
 // ---- GGUF ----
 inline Config gguf_config(const io::GgufFile& f) {
     const auto& md = f.metadata();
-    auto get = [&](const std::string& key) -> const nlohmann::json& {
-        auto it = md.find(key);
-        if (it == md.end()) throw Error("metadata key '" + key + "' is missing", {f.path(), "", {}});
-        return *it;
-    };
-    auto get_or = [&](const std::string& key, const nlohmann::json& dflt) { auto it = md.find(key); return it == md.end() ? dflt : *it; };
-    const std::string arch = get("general.architecture").get<std::string>();
-    const std::string a = arch + ".";
-    Config c;
-    c.architecture = arch;
-    c.n_layers = get(a + "block_count").get<std::int64_t>();
-    c.d_model = get(a + "embedding_length").get<std::int64_t>();
-    c.n_heads = get(a + "attention.head_count").get<std::int64_t>();
-    c.n_kv_heads = get_or(a + "attention.head_count_kv", c.n_heads).get<std::int64_t>();
-    c.head_dim = get_or(a + "attention.key_length", c.n_heads ? c.d_model / c.n_heads : 0).get<std::int64_t>();
-    c.d_ff = get(a + "feed_forward_length").get<std::int64_t>();
-    c.context_length = get(a + "context_length").get<std::int64_t>();
-    const io::GgufTensor& embed = f.tensor("token_embd.weight");
-    c.vocab_size = get_or(a + "vocab_size", embed.shape.size() == 2 ? embed.shape[1] : 0).get<std::int64_t>();
-    c.tied_embeddings = f.find("output.weight") == nullptr;
-    if (arch == "llama" || arch == "mistral" || arch == "qwen2" || arch == "qwen3") {
-        c.norm = NormKind::rmsnorm;
-        c.norm_eps = get(a + "attention.layer_norm_rms_epsilon").get<double>();
-        c.ffn = FfnKind::swiglu;
-        c.activation = Activation::silu;
-        c.positions = PositionKind::rope;
-        c.rope_base = get_or(a + "rope.freq_base", 10000.0).get<double>();
-        c.rope_layout = (arch == "llama" || arch == "mistral") ? RopeLayout::interleaved : RopeLayout::half_split;
-        if (md.contains(a + "rope.scaling.type") && md[a + "rope.scaling.type"] != "none")
-            throw Error("RoPE scaling '" + md[a + "rope.scaling.type"].get<std::string>() + "' is not supported", {f.path(), "", {}});
-        c.qkv_bias = f.find("blk.0.attn_q.bias") != nullptr;
-        c.qk_norm = f.find("blk.0.attn_q_norm.weight") != nullptr;
-        c.sliding_window = get_or(a + "attention.sliding_window", 0).get<std::int64_t>();
-        if (c.sliding_window >= c.context_length) c.sliding_window = 0;
-    } else if (arch == "gpt2") {
-        c.norm = NormKind::layernorm;
-        c.norm_bias = true;
-        c.norm_eps = get(a + "attention.layer_norm_epsilon").get<double>();
-        c.ffn = FfnKind::gelu;
-        c.activation = Activation::gelu_tanh;
-        c.positions = PositionKind::learned;
-        c.qkv_bias = c.out_bias = c.mlp_bias = true;
-    } else {
-        throw Error("unknown architecture '" + arch + "' (supported: llama, mistral, qwen2, qwen3, gpt2)", {f.path(), "", {}});
+    auto it = md.find("general.architecture");
+    if (it == md.end()) throw Error("metadata key 'general.architecture' is missing", {f.path(), "", {}});
+    const std::string arch = it->get<std::string>();
+    const Family* fam = family_of_gguf_arch(arch);
+    if (!fam) {
+        const bool hf_only = family_of_hf_type(arch) != nullptr;
+        throw Error("unknown architecture '" + arch + "' (GGUF: " + supported_names(true) + ")" +
+                        (hf_only ? "; its Hugging Face directory can be loaded" : ""),
+                    {f.path(), "", {}});
     }
+    const GgufKeys k(md, arch, f.path());
+    Config c;
+    c.architecture = fam->name;
+    c.n_layers = k.get<std::int64_t>("block_count");
+    c.d_model = k.get<std::int64_t>("embedding_length");
+    c.n_heads = k.get<std::int64_t>("attention.head_count");
+    c.n_kv_heads = k.get_or<std::int64_t>("attention.head_count_kv", c.n_heads);
+    c.head_dim = k.get_or<std::int64_t>("attention.key_length", c.n_heads ? c.d_model / c.n_heads : 0);
+    c.d_ff = k.get<std::int64_t>("feed_forward_length");
+    c.context_length = k.get<std::int64_t>("context_length");
+    const io::GgufTensor& embed = f.tensor(fam->gguf.tok_embed);
+    c.vocab_size = k.get_or<std::int64_t>("vocab_size", embed.shape.size() == 2 ? embed.shape[1] : 0);
+    c.tied_embeddings = f.find(fam->gguf.lm_head) == nullptr;
+    fam->gguf_config(c, k);
+    // Optional tensors tell which switches are on: biases of q, k, v (Qwen2) and QK-norm (Qwen3).
+    if (!fam->gguf.bq.empty()) c.qkv_bias = c.qkv_bias || f.find(layer_name(fam->gguf.bq, 0)) != nullptr;
+    if (!fam->gguf.q_norm.empty()) c.qk_norm = c.qk_norm || f.find(layer_name(fam->gguf.q_norm, 0)) != nullptr;
+    if (c.sliding_window >= c.context_length) c.sliding_window = 0;
     c.validate();
     return c;
 }
 
 template <class T>
 Weights<T> gguf_weights(const io::GgufFile& f, const Config& c) {
-    const TensorSource s = gguf_source(f);
-    const std::int64_t d = c.d_model, V = c.vocab_size;
-    Weights<T> w;
-    w.tok_embed = read_matrix<T>(s, "token_embd.weight", V, d);
-    if (c.positions == PositionKind::learned) w.pos_embed = read_matrix<T>(s, "position_embd.weight", c.context_length, d);
-    w.layers.resize(c.n_layers);
-    for (std::int64_t l = 0; l < c.n_layers; ++l) {
-        LayerWeights<T>& L = w.layers[l];
-        const std::string b = "blk." + std::to_string(l) + ".";
-        L.attn_norm.weight = read_vector<T>(s, b + "attn_norm.weight", d);
-        L.ffn_norm.weight = read_vector<T>(s, b + "ffn_norm.weight", d);
-        if (c.norm_bias) {
-            L.attn_norm.bias = read_vector<T>(s, b + "attn_norm.bias", d);
-            L.ffn_norm.bias = read_vector<T>(s, b + "ffn_norm.bias", d);
-        }
-        if (c.architecture == "gpt2") {
-            split_qkv(L, read_matrix<T>(s, b + "attn_qkv.weight", 3 * d, d), read_vector<T>(s, b + "attn_qkv.bias", 3 * d), d);
-            L.bo = read_vector<T>(s, b + "attn_output.bias", d);
-            L.b_up = read_vector<T>(s, b + "ffn_up.bias", c.d_ff);
-            L.b_down = read_vector<T>(s, b + "ffn_down.bias", d);
-        } else {
-            L.wq = read_matrix<T>(s, b + "attn_q.weight", c.q_dim(), d);
-            L.wk = read_matrix<T>(s, b + "attn_k.weight", c.kv_dim(), d);
-            L.wv = read_matrix<T>(s, b + "attn_v.weight", c.kv_dim(), d);
-            if (c.qkv_bias) {
-                L.bq = read_vector<T>(s, b + "attn_q.bias", c.q_dim());
-                L.bk = read_vector<T>(s, b + "attn_k.bias", c.kv_dim());
-                L.bv = read_vector<T>(s, b + "attn_v.bias", c.kv_dim());
-            }
-            if (c.qk_norm) {
-                L.q_norm = read_vector<T>(s, b + "attn_q_norm.weight", c.head_dim);
-                L.k_norm = read_vector<T>(s, b + "attn_k_norm.weight", c.head_dim);
-            }
-            L.w_gate = read_matrix<T>(s, b + "ffn_gate.weight", c.d_ff, d);
-        }
-        L.wo = read_matrix<T>(s, b + "attn_output.weight", d, c.q_dim());
-        L.w_up = read_matrix<T>(s, b + "ffn_up.weight", c.d_ff, d);
-        L.w_down = read_matrix<T>(s, b + "ffn_down.weight", d, c.d_ff);
-    }
-    w.final_norm.weight = read_vector<T>(s, "output_norm.weight", d);
-    if (c.norm_bias) w.final_norm.bias = read_vector<T>(s, "output_norm.bias", d);
-    if (!c.tied_embeddings) w.lm_head = read_matrix<T>(s, "output.weight", V, d);
-    return w;
+    const Family* fam = family_of_gguf_arch(f.metadata().at("general.architecture").get<std::string>());
+    return read_weights<T>(gguf_source(f), c, fam->gguf, Layout{}, f.path());
 }
 
 // ---- Hugging Face ----
@@ -217,124 +279,37 @@ inline nlohmann::json read_json_file(const std::string& path) {
     catch (const nlohmann::json::exception& e) { throw Error(std::string("invalid JSON: ") + e.what(), {path, "", {}}); }
 }
 
+inline const Family& hf_family(const nlohmann::json& j, const std::string& path) {
+    if (!j.contains("model_type") || !j["model_type"].is_string()) throw Error("config key 'model_type' is missing", {path, "", {}});
+    const std::string type = j["model_type"].get<std::string>();
+    const Family* fam = family_of_hf_type(type);
+    if (!fam) throw Error("unknown model_type '" + type + "' (supported: " + supported_names(false) + ")", {path, "", {}});
+    return *fam;
+}
+
 inline Config hf_config(const nlohmann::json& j, const std::string& path) {
-    auto get = [&](const char* key) -> const nlohmann::json& {
-        if (!j.contains(key) || j[key].is_null()) throw Error(std::string("config key '") + key + "' is missing", {path, "", {}});
-        return j[key];
-    };
-    auto get_or = [&](const char* key, const nlohmann::json& dflt) { return j.contains(key) && !j[key].is_null() ? j[key] : dflt; };
-    const std::string type = get("model_type").get<std::string>();
+    const Family& fam = hf_family(j, path);
+    const HfKeys k(j, path);
     Config c;
-    c.architecture = type;
-    if (type == "gpt2") {
-        c.n_layers = get("n_layer").get<std::int64_t>();
-        c.d_model = get("n_embd").get<std::int64_t>();
-        c.n_heads = c.n_kv_heads = get("n_head").get<std::int64_t>();
-        c.head_dim = c.d_model / c.n_heads;
-        c.d_ff = get_or("n_inner", 4 * c.d_model).get<std::int64_t>();
-        c.context_length = get("n_positions").get<std::int64_t>();
-        c.vocab_size = get("vocab_size").get<std::int64_t>();
-        c.norm = NormKind::layernorm; c.norm_bias = true;
-        c.norm_eps = get_or("layer_norm_epsilon", 1e-5).get<double>();
-        c.ffn = FfnKind::gelu;
-        const std::string act = get_or("activation_function", "gelu_new").get<std::string>();
-        if (act == "gelu_new" || act == "gelu_pytorch_tanh") c.activation = Activation::gelu_tanh;
-        else if (act == "gelu") c.activation = Activation::gelu_erf;
-        else throw Error("unsupported activation_function '" + act + "'", {path, "", {}});
-        c.positions = PositionKind::learned;
-        c.qkv_bias = c.out_bias = c.mlp_bias = true;
-        c.tied_embeddings = get_or("tie_word_embeddings", true).get<bool>();
-    } else if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") {
-        c.n_layers = get("num_hidden_layers").get<std::int64_t>();
-        c.d_model = get("hidden_size").get<std::int64_t>();
-        c.n_heads = get("num_attention_heads").get<std::int64_t>();
-        c.n_kv_heads = get_or("num_key_value_heads", c.n_heads).get<std::int64_t>();
-        c.head_dim = get_or("head_dim", c.d_model / c.n_heads).get<std::int64_t>();
-        c.d_ff = get("intermediate_size").get<std::int64_t>();
-        c.context_length = get("max_position_embeddings").get<std::int64_t>();
-        c.vocab_size = get("vocab_size").get<std::int64_t>();
-        c.norm_eps = get("rms_norm_eps").get<double>();
-        const std::string act = get_or("hidden_act", "silu").get<std::string>();
-        if (act != "silu") throw Error("unsupported hidden_act '" + act + "'", {path, "", {}});
-        // transformers ≥ 5 nests rope_theta in rope_parameters; older configs have it at the top.
-        nlohmann::json rope = get_or("rope_parameters", get_or("rope_scaling", nlohmann::json::object()));
-        c.rope_base = get_or("rope_theta", rope.value("rope_theta", 10000.0)).get<double>();
-        const std::string rope_type = rope.value("rope_type", rope.value("type", std::string("default")));
-        if (rope_type != "default") throw Error("RoPE scaling '" + rope_type + "' is not supported", {path, "", {}});
-        c.rope_layout = RopeLayout::half_split;
-        c.qkv_bias = type == "qwen2" || get_or("attention_bias", false).get<bool>();
-        c.qk_norm = type == "qwen3";
-        c.tied_embeddings = get_or("tie_word_embeddings", false).get<bool>();
-        const bool windowed = type == "mistral" || get_or("use_sliding_window", false).get<bool>();
-        if (windowed) c.sliding_window = get_or("sliding_window", 0).get<std::int64_t>();
-        if (c.sliding_window >= c.context_length) c.sliding_window = 0;
-    } else {
-        throw Error("unknown model_type '" + type + "' (supported: llama, mistral, qwen2, qwen3, gpt2)", {path, "", {}});
-    }
+    c.architecture = fam.name;
+    hf_common(c, k);
+    fam.hf_config(c, k);
+    if (c.sliding_window >= c.context_length) c.sliding_window = 0;
     c.validate();
     return c;
 }
 
 template <class T>
-Weights<T> hf_weights(const io::SafetensorsCheckpoint& ck, const std::string& dir, const Config& c) {
-    const TensorSource s = safetensors_source(ck, dir);
-    const std::int64_t d = c.d_model, V = c.vocab_size;
-    Weights<T> w;
-    w.layers.resize(c.n_layers);
-    if (c.architecture == "gpt2") {
-        const std::string p = ck.has("transformer.wte.weight") ? "transformer." : "";
-        w.tok_embed = read_matrix<T>(s, p + "wte.weight", V, d);
-        w.pos_embed = read_matrix<T>(s, p + "wpe.weight", c.context_length, d);
-        for (std::int64_t l = 0; l < c.n_layers; ++l) {
-            LayerWeights<T>& L = w.layers[l];
-            const std::string b = p + "h." + std::to_string(l) + ".";
-            L.attn_norm.weight = read_vector<T>(s, b + "ln_1.weight", d);
-            L.attn_norm.bias = read_vector<T>(s, b + "ln_1.bias", d);
-            L.ffn_norm.weight = read_vector<T>(s, b + "ln_2.weight", d);
-            L.ffn_norm.bias = read_vector<T>(s, b + "ln_2.bias", d);
-            // GPT-2's Conv1D stores (in × out): transpose to (out × in).
-            split_qkv(L, Mat<T>(read_matrix<T>(s, b + "attn.c_attn.weight", d, 3 * d).transpose()),
-                      read_vector<T>(s, b + "attn.c_attn.bias", 3 * d), d);
-            L.wo = read_matrix<T>(s, b + "attn.c_proj.weight", d, d).transpose();
-            L.bo = read_vector<T>(s, b + "attn.c_proj.bias", d);
-            L.w_up = read_matrix<T>(s, b + "mlp.c_fc.weight", d, c.d_ff).transpose();
-            L.b_up = read_vector<T>(s, b + "mlp.c_fc.bias", c.d_ff);
-            L.w_down = read_matrix<T>(s, b + "mlp.c_proj.weight", c.d_ff, d).transpose();
-            L.b_down = read_vector<T>(s, b + "mlp.c_proj.bias", d);
-        }
-        w.final_norm.weight = read_vector<T>(s, p + "ln_f.weight", d);
-        w.final_norm.bias = read_vector<T>(s, p + "ln_f.bias", d);
-    } else {
-        w.tok_embed = read_matrix<T>(s, "model.embed_tokens.weight", V, d);
-        for (std::int64_t l = 0; l < c.n_layers; ++l) {
-            LayerWeights<T>& L = w.layers[l];
-            const std::string b = "model.layers." + std::to_string(l) + ".";
-            L.attn_norm.weight = read_vector<T>(s, b + "input_layernorm.weight", d);
-            L.ffn_norm.weight = read_vector<T>(s, b + "post_attention_layernorm.weight", d);
-            L.wq = read_matrix<T>(s, b + "self_attn.q_proj.weight", c.q_dim(), d);
-            L.wk = read_matrix<T>(s, b + "self_attn.k_proj.weight", c.kv_dim(), d);
-            L.wv = read_matrix<T>(s, b + "self_attn.v_proj.weight", c.kv_dim(), d);
-            L.wo = read_matrix<T>(s, b + "self_attn.o_proj.weight", d, c.q_dim());
-            if (c.qkv_bias) {
-                L.bq = read_vector<T>(s, b + "self_attn.q_proj.bias", c.q_dim());
-                L.bk = read_vector<T>(s, b + "self_attn.k_proj.bias", c.kv_dim());
-                L.bv = read_vector<T>(s, b + "self_attn.v_proj.bias", c.kv_dim());
-            }
-            L.bo = read_optional_vector<T>(s, b + "self_attn.o_proj.bias", d);
-            if (c.qk_norm) {
-                L.q_norm = read_vector<T>(s, b + "self_attn.q_norm.weight", c.head_dim);
-                L.k_norm = read_vector<T>(s, b + "self_attn.k_norm.weight", c.head_dim);
-            }
-            L.w_gate = read_matrix<T>(s, b + "mlp.gate_proj.weight", c.d_ff, d);
-            L.w_up = read_matrix<T>(s, b + "mlp.up_proj.weight", c.d_ff, d);
-            L.w_down = read_matrix<T>(s, b + "mlp.down_proj.weight", d, c.d_ff);
-        }
-        w.final_norm.weight = read_vector<T>(s, "model.norm.weight", d);
-    }
-    if (!c.tied_embeddings || ck.has("lm_head.weight")) {
-        if (ck.has("lm_head.weight")) w.lm_head = read_matrix<T>(s, "lm_head.weight", V, d);
-        else throw Error("untied model has no lm_head.weight", {dir, "lm_head.weight", {}});
-    }
+Weights<T> hf_weights(const io::SafetensorsCheckpoint& ck, const std::string& dir, const Config& c, const Family& fam) {
+    Layout layout;
+    layout.fused = fam.hf_fused;
+    layout.conv1d = fam.hf_conv1d;
+    layout.norm_offset = fam.hf_norm_offset;
+    // Some exports nest the model one level deeper (GPT-2's "transformer." prefix).
+    if (!ck.has(fam.hf.tok_embed) && ck.has("transformer." + fam.hf.tok_embed)) layout.prefix = "transformer.";
+    Weights<T> w = read_weights<T>(safetensors_source(ck, dir), c, fam.hf, layout, dir);
+    // A tied model that still ships its head (some exports do) is read as untied: the file decides.
+    if (c.tied_embeddings && ck.has(fam.hf.lm_head)) w.lm_head = read_matrix<T>(safetensors_source(ck, dir), fam.hf.lm_head, c.vocab_size, c.d_model);
     return w;
 }
 
@@ -359,7 +334,7 @@ LoadedModel<T> load_hf(const std::string& dir) {
     m.metadata = detail::read_json_file(config_path);
     m.config = detail::hf_config(m.metadata, config_path);
     io::SafetensorsCheckpoint ck(dir);
-    m.weights = detail::hf_weights<T>(ck, dir, m.config);
+    m.weights = detail::hf_weights<T>(ck, dir, m.config, detail::hf_family(m.metadata, config_path));
     m.path = dir;
     m.format = "safetensors";
     return m;

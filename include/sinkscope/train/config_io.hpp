@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/model/config.hpp"
@@ -13,13 +14,9 @@ namespace sinkscope::train {
 
 namespace detail {
 template <class E>
-E parse_enum(const std::string& key, const std::string& value, std::initializer_list<E> all) {
-    std::string names;
-    for (E e : all) {
-        if (value == model::to_string(e)) return e;
-        names += std::string(names.empty() ? "" : ", ") + model::to_string(e);
-    }
-    throw Error("config: unknown " + key + " '" + value + "' (one of: " + names + ")");
+E parse_enum(const std::string& key, const std::string& value) {
+    if (auto e = model::enum_from_string<E>(value)) return *e;
+    throw Error("config: unknown " + key + " '" + value + "' (one of: " + model::enum_names<E>() + ")");
 }
 }  // namespace detail
 
@@ -35,7 +32,10 @@ inline nlohmann::json config_to_json(const model::Config& c) {
         {"sliding_window", c.sliding_window}, {"force_sink_channels", c.force_sink_channels},
         {"positions", model::to_string(c.positions)}, {"rope_layout", model::to_string(c.rope_layout)},
         {"rope_base", c.rope_base}, {"qkv_bias", c.qkv_bias}, {"out_bias", c.out_bias}, {"mlp_bias", c.mlp_bias},
-        {"norm_bias", c.norm_bias}, {"tied_embeddings", c.tied_embeddings}};
+        {"norm_bias", c.norm_bias}, {"tied_embeddings", c.tied_embeddings}, {"qk_norm_scope", model::to_string(c.qk_norm_scope)},
+        {"layer_windows", c.layer_windows}, {"attn_scale", c.attn_scale}, {"attn_softcap", c.attn_softcap},
+        {"parallel_residual", c.parallel_residual}, {"rope_base_sliding", c.rope_base_sliding}, {"rotary_dim", c.rotary_dim},
+        {"embed_scale", c.embed_scale}, {"logit_softcap", c.logit_softcap}};
 }
 
 inline model::Config config_from_json(const nlohmann::json& j) {
@@ -57,6 +57,7 @@ inline model::Config config_from_json(const nlohmann::json& j) {
             require(v.is_number_integer(), "config: '" + k + "' must be an integer");
             return v.get<std::int64_t>();
         };
+        auto parse = [&](auto& field) { field = detail::parse_enum<std::decay_t<decltype(field)>>(k, str()); };
         auto boolean = [&] {
             require(v.is_boolean(), "config: '" + k + "' must be true or false");
             return v.get<bool>();
@@ -70,32 +71,46 @@ inline model::Config config_from_json(const nlohmann::json& j) {
         else if (k == "d_ff") c.d_ff = integer();
         else if (k == "vocab_size") c.vocab_size = integer();
         else if (k == "context_length") c.context_length = integer();
-        else if (k == "norm") c.norm = detail::parse_enum(k, str(), {NormKind::rmsnorm, NormKind::layernorm, NormKind::dynamic_tanh});
+        else if (k == "norm") parse(c.norm);
         else if (k == "norm_placement")
-            c.norm_placement = detail::parse_enum(k, str(), {NormPlacement::pre, NormPlacement::post, NormPlacement::sandwich});
+            parse(c.norm_placement);
         else if (k == "norm_eps") c.norm_eps = num();
         else if (k == "qk_norm") c.qk_norm = boolean();
         else if (k == "dyt_alpha0_attn") c.dyt_alpha0_attn = num();
         else if (k == "dyt_alpha0_other") c.dyt_alpha0_other = num();
-        else if (k == "ffn") c.ffn = detail::parse_enum(k, str(), {FfnKind::swiglu, FfnKind::gelu, FfnKind::linear, FfnKind::none});
+        else if (k == "ffn") parse(c.ffn);
         else if (k == "activation")
-            c.activation = detail::parse_enum(k, str(), {Activation::silu, Activation::gelu_tanh, Activation::gelu_erf});
+            parse(c.activation);
         else if (k == "attention")
-            c.attention = detail::parse_enum(k, str(), {AttentionKind::softmax, AttentionKind::softmax_off_by_one,
-                                                        AttentionKind::sink_token, AttentionKind::kv_bias});
+            parse(c.attention);
         else if (k == "gate")
-            c.gate = detail::parse_enum(k, str(), {GateKind::none, GateKind::per_head, GateKind::per_channel,
-                                                   GateKind::static_per_head, GateKind::static_per_channel});
+            parse(c.gate);
         else if (k == "sliding_window") c.sliding_window = integer();
         else if (k == "force_sink_channels") c.force_sink_channels = integer();
-        else if (k == "positions") c.positions = detail::parse_enum(k, str(), {PositionKind::rope, PositionKind::learned, PositionKind::none});
-        else if (k == "rope_layout") c.rope_layout = detail::parse_enum(k, str(), {RopeLayout::interleaved, RopeLayout::half_split});
+        else if (k == "positions") parse(c.positions);
+        else if (k == "rope_layout") parse(c.rope_layout);
         else if (k == "rope_base") c.rope_base = num();
         else if (k == "qkv_bias") c.qkv_bias = boolean();
         else if (k == "out_bias") c.out_bias = boolean();
         else if (k == "mlp_bias") c.mlp_bias = boolean();
         else if (k == "norm_bias") c.norm_bias = boolean();
         else if (k == "tied_embeddings") c.tied_embeddings = boolean();
+        else if (k == "qk_norm_scope") parse(c.qk_norm_scope);
+        else if (k == "layer_windows") {
+            require(v.is_array(), "config: 'layer_windows' must be an array of integers");
+            c.layer_windows.clear();
+            for (const auto& e : v) {
+                require(e.is_number_integer(), "config: 'layer_windows' must be an array of integers");
+                c.layer_windows.push_back(e.get<std::int64_t>());
+            }
+        }
+        else if (k == "attn_scale") c.attn_scale = num();
+        else if (k == "attn_softcap") c.attn_softcap = num();
+        else if (k == "parallel_residual") c.parallel_residual = boolean();
+        else if (k == "rope_base_sliding") c.rope_base_sliding = num();
+        else if (k == "rotary_dim") c.rotary_dim = integer();
+        else if (k == "embed_scale") c.embed_scale = num();
+        else if (k == "logit_softcap") c.logit_softcap = num();
         else throw Error("config: unknown key '" + k + "'");
     }
     return c;

@@ -47,7 +47,7 @@ model::Weights<T> init_weights(const model::Config& c, std::uint64_t seed, InitO
     };
     const double sd = o.init_std;
     const double sd_out = o.scale_residual ? sd / std::sqrt(2.0 * double(c.n_layers)) : sd;
-    const bool sandwich = c.norm_placement == model::NormPlacement::sandwich;
+    const bool pre_norm = c.norm_placement != model::NormPlacement::output;  // output placement has only post norms
 
     model::Weights<T> w;
     w.tok_embed = mat(c.vocab_size, c.d_model, sd);
@@ -58,15 +58,19 @@ model::Weights<T> init_weights(const model::Config& c, std::uint64_t seed, InitO
     }
     w.layers.resize(c.n_layers);
     for (auto& L : w.layers) {
-        L.attn_norm = norm(c.dyt_alpha0_attn);
-        if (sandwich) L.attn_post_norm = norm(c.dyt_alpha0_attn);
+        if (pre_norm) L.attn_norm = norm(c.dyt_alpha0_attn);
+        if (c.has_post_norm()) L.attn_post_norm = norm(c.dyt_alpha0_attn);
         L.wq = mat(c.q_dim(), c.d_model, sd);
         L.wk = mat(c.kv_dim(), c.d_model, sd);
         L.wv = mat(c.kv_dim(), c.d_model, sd);
         L.wo = mat(c.d_model, c.q_dim(), sd_out);
         if (c.qkv_bias) { L.bq = Vec<T>::Zero(c.q_dim()); L.bk = Vec<T>::Zero(c.kv_dim()); L.bv = Vec<T>::Zero(c.kv_dim()); }
         if (c.out_bias) L.bo = Vec<T>::Zero(c.d_model);
-        if (c.qk_norm) { L.q_norm = Vec<T>::Ones(c.head_dim); L.k_norm = Vec<T>::Ones(c.head_dim); }
+        if (c.qk_norm) {
+            const bool head = c.qk_norm_scope == model::QkNormScope::head;
+            L.q_norm = Vec<T>::Ones(head ? c.head_dim : c.q_dim());
+            L.k_norm = Vec<T>::Ones(head ? c.head_dim : c.kv_dim());
+        }
         if (c.attention == model::AttentionKind::kv_bias) L.sink_kv = mat(2, c.kv_dim(), sd);
         if (c.gate != GateKind::none) {
             const bool per_head = c.gate == GateKind::per_head || c.gate == GateKind::static_per_head;
@@ -75,8 +79,8 @@ model::Weights<T> init_weights(const model::Config& c, std::uint64_t seed, InitO
             L.b_attn_gate = Vec<T>::Zero(gn);
         }
         if (c.ffn != FfnKind::none) {
-            L.ffn_norm = norm(c.dyt_alpha0_other);
-            if (sandwich) L.ffn_post_norm = norm(c.dyt_alpha0_other);
+            if (pre_norm) L.ffn_norm = norm(c.dyt_alpha0_other);
+            if (c.has_post_norm()) L.ffn_post_norm = norm(c.dyt_alpha0_other);
         }
         switch (c.ffn) {
             case FfnKind::swiglu:

@@ -70,6 +70,8 @@ template <class T>
 class TapeRecorder {
 public:
     explicit TapeRecorder(const model::Config& c, FiniteCheck mode = FiniteCheck::sentinels) : c_(c), check_(mode) {
+        require(c.forward_only_switches().empty(), "training: the backward pass does not implement " +
+                                                       c.forward_only_switches() + " (architecture " + c.architecture + ")");
         tape_.layers.resize(c.n_layers);
         const bool rope = c.positions == model::PositionKind::rope;
         for (std::int64_t l = 0; l < c.n_layers; ++l) {

@@ -1,0 +1,402 @@
+// Model families as data: for each family, the switches of its mechanism, how its Hugging Face
+// config.json and its GGUF metadata name the hyperparameters, and how its checkpoints name the tensors.
+//
+// Adding a family is one entry of `families()` (plus the mechanism in forward.hpp if it needs a new one).
+// Tensor names hold "{l}" where the layer index goes; an empty name means the family has no such tensor.
+// The loader (load.hpp) reads every family through the same code: a tensor is read when the Config
+// needs it (qkv_bias → the q/k/v biases, sandwich placement → the post norms, …) and must then exist.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sinkscope/core/error.hpp"
+#include "sinkscope/model/config.hpp"
+
+namespace sinkscope::model {
+
+// Where each parameter of Weights lives in one checkpoint format.
+struct TensorNames {
+    std::string tok_embed, pos_embed, final_norm, final_norm_bias, lm_head;
+    std::string attn_norm, attn_norm_bias, attn_post_norm, ffn_norm, ffn_norm_bias, ffn_post_norm;
+    std::string wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm;
+    std::string qkv, qkv_bias;  // a fused q|k|v projection (read when wq is empty)
+    std::string w_gate, w_up, w_down, b_up, b_down;
+    std::string gate_up;        // a fused gate|up projection (read when w_gate is empty)
+};
+
+// How a fused QKV projection orders its rows.
+//   concatenated: [q (H·d_h) | k (kvH·d_h) | v (kvH·d_h)]          (GPT-2, Phi-3, GGUF)
+//   per_head:     [head 0: q k v | head 1: q k v | …], d_h rows each (GPT-NeoX in Hugging Face)
+enum class FusedQkv { concatenated, per_head };
+
+// The hyperparameters of a Hugging Face config.json, read with defaults and checks.
+class HfKeys {
+public:
+    HfKeys(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {}
+    bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+    // The first of `keys` present; an Error naming the file if none is.
+    const nlohmann::json& first(std::initializer_list<const char*> keys) const {
+        for (const char* k : keys) if (has(k)) return j_[k];
+        std::string names;
+        for (const char* k : keys) names += (names.empty() ? "'" : " or '") + std::string(k) + "'";
+        throw Error("config key " + names + " is missing", {path_, "", {}});
+    }
+    template <class V> V get(std::initializer_list<const char*> keys) const { return first(keys).get<V>(); }
+    template <class V> V get_or(std::initializer_list<const char*> keys, V dflt) const {
+        for (const char* k : keys) if (has(k)) return j_[k].get<V>();
+        return dflt;
+    }
+    const nlohmann::json& json() const { return j_; }
+    const std::string& path() const { return path_; }
+    [[noreturn]] void fail(const std::string& what) const { throw Error(what, {path_, "", {}}); }
+
+    // The RoPE parameters: transformers ≥ 5 nests them in rope_parameters (per layer type for Gemma 3),
+    // older configs keep rope_theta and rope_scaling at the top level.
+    nlohmann::json rope(const char* layer_type = nullptr) const {
+        nlohmann::json r = has("rope_parameters") ? j_["rope_parameters"] : (has("rope_scaling") ? j_["rope_scaling"] : nlohmann::json::object());
+        if (layer_type && r.contains(layer_type)) r = r[layer_type];
+        return r;
+    }
+    double rope_theta(const char* layer_type = nullptr, double dflt = 10000.0) const {
+        const nlohmann::json r = rope(layer_type);
+        if (r.contains("rope_theta")) return r["rope_theta"].get<double>();
+        return get_or<double>({"rope_theta", "rotary_emb_base"}, dflt);
+    }
+    void require_default_rope(const char* layer_type = nullptr) const {
+        const nlohmann::json r = rope(layer_type);
+        const std::string type = r.value("rope_type", r.value("type", std::string("default")));
+        if (type != "default") fail("RoPE scaling '" + type + "' is not supported");
+    }
+    double partial_rotary(double dflt = 1.0) const {
+        const nlohmann::json r = rope();
+        if (r.contains("partial_rotary_factor")) return r["partial_rotary_factor"].get<double>();
+        return get_or<double>({"partial_rotary_factor", "rotary_pct"}, dflt);
+    }
+    Activation activation(std::initializer_list<const char*> keys, const char* dflt) const {
+        const std::string a = get_or<std::string>(keys, dflt);
+        if (a == "silu" || a == "swish") return Activation::silu;
+        if (a == "gelu_new" || a == "gelu_pytorch_tanh" || a == "gelu_fast") return Activation::gelu_tanh;
+        if (a == "gelu") return Activation::gelu_erf;
+        fail("unsupported activation '" + a + "'");
+    }
+
+private:
+    const nlohmann::json& j_;
+    std::string path_;
+};
+
+// The hyperparameters of a GGUF file's metadata, "{arch}.key" by llama.cpp's convention.
+class GgufKeys {
+public:
+    GgufKeys(const nlohmann::json& md, std::string arch, std::string path) : md_(md), a_(std::move(arch) + "."), path_(std::move(path)) {}
+    bool has(const std::string& key) const { return md_.contains(a_ + key); }
+    template <class V> V get(const std::string& key) const {
+        if (!has(key)) throw Error("metadata key '" + a_ + key + "' is missing", {path_, "", {}});
+        return md_[a_ + key].get<V>();
+    }
+    template <class V> V get_or(const std::string& key, V dflt) const { return has(key) ? md_[a_ + key].get<V>() : dflt; }
+    [[noreturn]] void fail(const std::string& what) const { throw Error(what, {path_, "", {}}); }
+
+private:
+    const nlohmann::json& md_;
+    std::string a_, path_;
+};
+
+struct Family {
+    std::string name;                         // Config::architecture
+    std::vector<std::string> hf_types;        // config.json model_type values
+    std::vector<std::string> gguf_archs;      // general.architecture values (empty: no GGUF reader yet)
+    void (*hf_config)(Config&, const HfKeys&);  // the family's switches and its own config keys
+    TensorNames hf, gguf;
+    void (*gguf_config)(Config&, const GgufKeys&) = nullptr;  // likewise for GGUF metadata (with gguf_archs)
+    FusedQkv hf_fused = FusedQkv::concatenated;
+    bool hf_conv1d = false;                   // weights stored (in × out), GPT-2's Conv1D
+    double hf_norm_offset = 0;                // gains stored as g − 1: RMSNorm multiplies by (1 + g) (Gemma)
+};
+
+namespace detail {
+
+// The hyperparameters every decoder names alike (GPT-2's own spellings second).
+inline void hf_common(Config& c, const HfKeys& k) {
+    c.n_layers = k.get<std::int64_t>({"num_hidden_layers", "n_layer"});
+    c.d_model = k.get<std::int64_t>({"hidden_size", "n_embd"});
+    c.n_heads = k.get<std::int64_t>({"num_attention_heads", "n_head"});
+    c.n_kv_heads = k.get_or<std::int64_t>({"num_key_value_heads"}, c.n_heads);
+    c.head_dim = k.get_or<std::int64_t>({"head_dim"}, c.n_heads ? c.d_model / c.n_heads : 0);
+    c.d_ff = k.get_or<std::int64_t>({"intermediate_size", "n_inner"}, 4 * c.d_model);
+    c.context_length = k.get<std::int64_t>({"max_position_embeddings", "n_positions"});
+    c.vocab_size = k.get<std::int64_t>({"vocab_size"});
+    c.norm_eps = k.get<double>({"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"});
+}
+
+inline void hf_rope(Config& c, const HfKeys& k) {
+    k.require_default_rope();
+    c.positions = PositionKind::rope;
+    c.rope_layout = RopeLayout::half_split;
+    c.rope_base = k.rope_theta();
+    const double f = k.partial_rotary();
+    if (f != 1.0) c.rotary_dim = std::int64_t(double(c.head_dim) * f);  // as Hugging Face: int(d_h · factor)
+}
+
+// Llama-like: RMSNorm, SwiGLU, RoPE, optional QKV bias; a window where the config turns one on.
+inline void hf_llama_like(Config& c, const HfKeys& k) {
+    c.norm = NormKind::rmsnorm;
+    c.ffn = FfnKind::swiglu;
+    c.activation = k.activation({"hidden_act"}, "silu");
+    if (c.activation != Activation::silu) k.fail("unsupported hidden_act for a SwiGLU family");
+    hf_rope(c, k);
+    c.qkv_bias = k.get_or<bool>({"attention_bias"}, false);
+    c.tied_embeddings = k.get_or<bool>({"tie_word_embeddings"}, false);
+    if (k.get_or<bool>({"use_sliding_window"}, false)) c.sliding_window = k.get_or<std::int64_t>({"sliding_window"}, 0);
+}
+
+// Gemma 2 and 3: (1 + g) RMSNorm, GeGLU, sandwich norms, √d embedding scale, query_pre_attn_scalar,
+// sliding and global layers from layer_types (Gemma 2 without it: every other layer, the first sliding).
+inline void hf_gemma(Config& c, const HfKeys& k) {
+    c.norm = NormKind::rmsnorm;
+    c.norm_placement = NormPlacement::sandwich;
+    c.ffn = FfnKind::swiglu;
+    c.activation = k.activation({"hidden_activation", "hidden_act"}, "gelu_pytorch_tanh");
+    c.positions = PositionKind::rope;
+    c.rope_layout = RopeLayout::half_split;
+    c.tied_embeddings = k.get_or<bool>({"tie_word_embeddings"}, true);
+    c.qkv_bias = c.out_bias = k.get_or<bool>({"attention_bias"}, false);
+    // Hugging Face multiplies by torch.tensor(√d) in the weights' type: float32 rounds √d once.
+    c.embed_scale = double(float(std::sqrt(double(c.d_model))));
+    c.attn_scale = 1.0 / std::sqrt(k.get_or<double>({"query_pre_attn_scalar"}, double(c.head_dim)));
+    c.attn_softcap = k.get_or<double>({"attn_logit_softcapping"}, 0.0);
+    c.logit_softcap = k.get_or<double>({"final_logit_softcapping"}, 0.0);
+    const std::int64_t window = k.get_or<std::int64_t>({"sliding_window"}, 0);
+    c.layer_windows.assign(std::size_t(c.n_layers), 0);
+    if (k.has("layer_types")) {
+        const auto& types = k.json()["layer_types"];
+        if (std::int64_t(types.size()) != c.n_layers) k.fail("layer_types does not list every layer");
+        for (std::int64_t l = 0; l < c.n_layers; ++l) {
+            const std::string t = types[std::size_t(l)].get<std::string>();
+            if (t == "sliding_attention") c.layer_windows[std::size_t(l)] = window;
+            else if (t != "full_attention") k.fail("unknown layer type '" + t + "'");
+        }
+    } else {
+        const std::int64_t pattern = k.get_or<std::int64_t>({"sliding_window_pattern"}, 2);
+        for (std::int64_t l = 0; l < c.n_layers; ++l)
+            if ((l + 1) % pattern != 0) c.layer_windows[std::size_t(l)] = window;
+    }
+    for (auto& w : c.layer_windows) if (w >= c.context_length) w = 0;
+}
+
+// GGUF Llama-like: RMSNorm, SwiGLU, RoPE; llama.cpp stores llama/mistral Q and K rows permuted for
+// interleaved rotation and qwen2/qwen3 in Hugging Face's half-split order. Biases and QK-norm are
+// detected from the tensors by load.hpp.
+inline void gguf_llama_like(Config& c, const GgufKeys& k, RopeLayout layout) {
+    c.norm = NormKind::rmsnorm;
+    c.norm_eps = k.get<double>("attention.layer_norm_rms_epsilon");
+    c.ffn = FfnKind::swiglu;
+    c.activation = Activation::silu;
+    c.positions = PositionKind::rope;
+    c.rope_base = k.get_or<double>("rope.freq_base", 10000.0);
+    c.rope_layout = layout;
+    const std::string scaling = k.get_or<std::string>("rope.scaling.type", "none");
+    if (scaling != "none") k.fail("RoPE scaling '" + scaling + "' is not supported");
+    c.sliding_window = k.get_or<std::int64_t>("attention.sliding_window", 0);
+}
+
+inline std::string hf_layer(const std::string& prefix, const std::string& rest) { return prefix + "{l}." + rest; }
+
+// The tensor names of the Llama layout in Hugging Face (model.layers.{l}.self_attn.q_proj, …).
+inline TensorNames hf_llama_names() {
+    const std::string L = "model.layers.{l}.";
+    TensorNames n;
+    n.tok_embed = "model.embed_tokens.weight"; n.final_norm = "model.norm.weight"; n.lm_head = "lm_head.weight";
+    n.attn_norm = L + "input_layernorm.weight"; n.ffn_norm = L + "post_attention_layernorm.weight";
+    n.wq = L + "self_attn.q_proj.weight"; n.wk = L + "self_attn.k_proj.weight"; n.wv = L + "self_attn.v_proj.weight";
+    n.wo = L + "self_attn.o_proj.weight";
+    n.bq = L + "self_attn.q_proj.bias"; n.bk = L + "self_attn.k_proj.bias"; n.bv = L + "self_attn.v_proj.bias";
+    n.bo = L + "self_attn.o_proj.bias";
+    n.q_norm = L + "self_attn.q_norm.weight"; n.k_norm = L + "self_attn.k_norm.weight";
+    n.w_gate = L + "mlp.gate_proj.weight"; n.w_up = L + "mlp.up_proj.weight"; n.w_down = L + "mlp.down_proj.weight";
+    return n;
+}
+
+// The GGUF (llama.cpp) names of the Llama layout: blk.{l}.attn_q.weight, …
+inline TensorNames gguf_llama_names() {
+    const std::string L = "blk.{l}.";
+    TensorNames n;
+    n.tok_embed = "token_embd.weight"; n.final_norm = "output_norm.weight"; n.lm_head = "output.weight";
+    n.attn_norm = L + "attn_norm.weight"; n.ffn_norm = L + "ffn_norm.weight";
+    n.wq = L + "attn_q.weight"; n.wk = L + "attn_k.weight"; n.wv = L + "attn_v.weight"; n.wo = L + "attn_output.weight";
+    n.bq = L + "attn_q.bias"; n.bk = L + "attn_k.bias"; n.bv = L + "attn_v.bias"; n.bo = L + "attn_output.bias";
+    n.q_norm = L + "attn_q_norm.weight"; n.k_norm = L + "attn_k_norm.weight";
+    n.w_gate = L + "ffn_gate.weight"; n.w_up = L + "ffn_up.weight"; n.w_down = L + "ffn_down.weight";
+    return n;
+}
+
+inline std::vector<Family> make_families() {
+    std::vector<Family> f;
+    auto llama = [](Config& c, const HfKeys& k) { hf_llama_like(c, k); };
+    auto interleaved = [](Config& c, const GgufKeys& k) { gguf_llama_like(c, k, RopeLayout::interleaved); };
+    auto half_split = [](Config& c, const GgufKeys& k) { gguf_llama_like(c, k, RopeLayout::half_split); };
+    f.push_back({"llama", {"llama"}, {"llama"}, llama, hf_llama_names(), gguf_llama_names(), interleaved});
+    f.push_back({"mistral", {"mistral"}, {"mistral"},
+                 [](Config& c, const HfKeys& k) {
+                     hf_llama_like(c, k);
+                     c.sliding_window = k.get_or<std::int64_t>({"sliding_window"}, 0);
+                 },
+                 hf_llama_names(), gguf_llama_names(), interleaved});
+    f.push_back({"qwen2", {"qwen2"}, {"qwen2"},
+                 [](Config& c, const HfKeys& k) { hf_llama_like(c, k); c.qkv_bias = true; },
+                 hf_llama_names(), gguf_llama_names(), half_split});
+    f.push_back({"qwen3", {"qwen3"}, {"qwen3"},
+                 [](Config& c, const HfKeys& k) { hf_llama_like(c, k); c.qk_norm = true; },
+                 hf_llama_names(), gguf_llama_names(), half_split});
+    {
+        TensorNames hf;  // transformer.h.{l}.… (the "transformer." prefix is optional: see load.hpp)
+        const std::string L = "h.{l}.";
+        hf.tok_embed = "wte.weight"; hf.pos_embed = "wpe.weight"; hf.final_norm = "ln_f.weight"; hf.final_norm_bias = "ln_f.bias";
+        hf.lm_head = "lm_head.weight";
+        hf.attn_norm = L + "ln_1.weight"; hf.attn_norm_bias = L + "ln_1.bias";
+        hf.ffn_norm = L + "ln_2.weight"; hf.ffn_norm_bias = L + "ln_2.bias";
+        hf.qkv = L + "attn.c_attn.weight"; hf.qkv_bias = L + "attn.c_attn.bias";
+        hf.wo = L + "attn.c_proj.weight"; hf.bo = L + "attn.c_proj.bias";
+        hf.w_up = L + "mlp.c_fc.weight"; hf.b_up = L + "mlp.c_fc.bias";
+        hf.w_down = L + "mlp.c_proj.weight"; hf.b_down = L + "mlp.c_proj.bias";
+        TensorNames gg = gguf_llama_names();
+        gg.pos_embed = "position_embd.weight"; gg.final_norm_bias = "output_norm.bias";
+        gg.attn_norm_bias = "blk.{l}.attn_norm.bias"; gg.ffn_norm_bias = "blk.{l}.ffn_norm.bias";
+        gg.wq = gg.wk = gg.wv = gg.bq = gg.bk = gg.bv = gg.w_gate = "";
+        gg.qkv = "blk.{l}.attn_qkv.weight"; gg.qkv_bias = "blk.{l}.attn_qkv.bias";
+        gg.b_up = "blk.{l}.ffn_up.bias"; gg.b_down = "blk.{l}.ffn_down.bias";
+        Family g{"gpt2", {"gpt2"}, {"gpt2"},
+                 [](Config& c, const HfKeys& k) {
+                     c.norm = NormKind::layernorm; c.norm_bias = true;
+                     c.ffn = FfnKind::gelu;
+                     c.activation = k.activation({"activation_function"}, "gelu_new");
+                     c.positions = PositionKind::learned;
+                     c.qkv_bias = c.out_bias = c.mlp_bias = true;
+                     c.tied_embeddings = k.get_or<bool>({"tie_word_embeddings"}, true);
+                 },
+                 hf, gg,
+                 [](Config& c, const GgufKeys& k) {
+                     c.norm = NormKind::layernorm; c.norm_bias = true;
+                     c.norm_eps = k.get<double>("attention.layer_norm_epsilon");
+                     c.ffn = FfnKind::gelu;
+                     c.activation = Activation::gelu_tanh;
+                     c.positions = PositionKind::learned;
+                     c.qkv_bias = c.out_bias = c.mlp_bias = true;
+                 }};
+        g.hf_conv1d = true;
+        f.push_back(g);
+    }
+    {
+        TensorNames hf = hf_llama_names();  // Gemma 2: four norms a layer, named differently from Llama's
+        hf.ffn_norm = "model.layers.{l}.pre_feedforward_layernorm.weight";
+        hf.attn_post_norm = "model.layers.{l}.post_attention_layernorm.weight";
+        hf.ffn_post_norm = "model.layers.{l}.post_feedforward_layernorm.weight";
+        Family g{"gemma2", {"gemma2"}, {}, [](Config& c, const HfKeys& k) { hf_gemma(c, k); k.require_default_rope(); c.rope_base = k.rope_theta(); }, hf, {}};
+        g.hf_norm_offset = 1;
+        f.push_back(g);
+        Family g3{"gemma3", {"gemma3_text"}, {},
+                  [](Config& c, const HfKeys& k) {
+                      hf_gemma(c, k);
+                      c.qk_norm = true;
+                      // Global layers: rope_parameters.full_attention (or rope_theta); sliding layers:
+                      // rope_parameters.sliding_attention (or rope_local_base_freq).
+                      const bool per_type = k.rope().contains("full_attention");
+                      k.require_default_rope(per_type ? "full_attention" : nullptr);
+                      c.rope_base = k.rope_theta(per_type ? "full_attention" : nullptr, 1e6);
+                      if (per_type) { k.require_default_rope("sliding_attention"); c.rope_base_sliding = k.rope_theta("sliding_attention"); }
+                      else c.rope_base_sliding = k.get_or<double>({"rope_local_base_freq"}, 10000.0);
+                      if (c.rope_base_sliding == c.rope_base) c.rope_base_sliding = 0;
+                  },
+                  hf, {}};
+        g3.hf_norm_offset = 1;
+        f.push_back(g3);
+    }
+    {
+        TensorNames hf = hf_llama_names();  // Phi-3: fused q|k|v and gate|up
+        hf.wq = hf.wk = hf.wv = hf.w_gate = hf.w_up = "";
+        hf.qkv = "model.layers.{l}.self_attn.qkv_proj.weight";
+        hf.gate_up = "model.layers.{l}.mlp.gate_up_proj.weight";
+        f.push_back({"phi3", {"phi3"}, {},
+                     [](Config& c, const HfKeys& k) {
+                         hf_llama_like(c, k);
+                         if (k.has("sliding_window")) c.sliding_window = k.get<std::int64_t>({"sliding_window"});
+                         if (c.sliding_window >= c.context_length) c.sliding_window = 0;
+                     },
+                     hf, {}});
+    }
+    {
+        TensorNames hf = hf_llama_names();  // OLMo-2: norms after attention and MLP, none before
+        hf.attn_norm = hf.ffn_norm = "";
+        hf.attn_post_norm = "model.layers.{l}.post_attention_layernorm.weight";
+        hf.ffn_post_norm = "model.layers.{l}.post_feedforward_layernorm.weight";
+        f.push_back({"olmo2", {"olmo2"}, {},
+                     [](Config& c, const HfKeys& k) {
+                         hf_llama_like(c, k);
+                         c.norm_placement = NormPlacement::output;
+                         c.qk_norm = true;
+                         c.qk_norm_scope = QkNormScope::projection;
+                     },
+                     hf, {}});
+    }
+    {
+        TensorNames hf;  // GPT-NeoX / Pythia
+        const std::string L = "gpt_neox.layers.{l}.";
+        hf.tok_embed = "gpt_neox.embed_in.weight"; hf.lm_head = "embed_out.weight";
+        hf.final_norm = "gpt_neox.final_layer_norm.weight"; hf.final_norm_bias = "gpt_neox.final_layer_norm.bias";
+        hf.attn_norm = L + "input_layernorm.weight"; hf.attn_norm_bias = L + "input_layernorm.bias";
+        hf.ffn_norm = L + "post_attention_layernorm.weight"; hf.ffn_norm_bias = L + "post_attention_layernorm.bias";
+        hf.qkv = L + "attention.query_key_value.weight"; hf.qkv_bias = L + "attention.query_key_value.bias";
+        hf.wo = L + "attention.dense.weight"; hf.bo = L + "attention.dense.bias";
+        hf.w_up = L + "mlp.dense_h_to_4h.weight"; hf.b_up = L + "mlp.dense_h_to_4h.bias";
+        hf.w_down = L + "mlp.dense_4h_to_h.weight"; hf.b_down = L + "mlp.dense_4h_to_h.bias";
+        Family g{"gpt_neox", {"gpt_neox"}, {},
+                 [](Config& c, const HfKeys& k) {
+                     c.norm = NormKind::layernorm; c.norm_bias = true;
+                     c.ffn = FfnKind::gelu;
+                     c.activation = k.activation({"hidden_act"}, "gelu");
+                     hf_rope(c, k);
+                     if (!k.rope().contains("partial_rotary_factor") && !k.has("rotary_pct")) c.rotary_dim = c.head_dim / 4;
+                     c.parallel_residual = k.get_or<bool>({"use_parallel_residual"}, true);
+                     c.qkv_bias = c.out_bias = k.get_or<bool>({"attention_bias"}, true);
+                     c.mlp_bias = true;
+                     c.tied_embeddings = k.get_or<bool>({"tie_word_embeddings"}, false);
+                 },
+                 hf, {}};
+        g.hf_fused = FusedQkv::per_head;
+        f.push_back(g);
+    }
+    return f;
+}
+
+}  // namespace detail
+
+// Every family sinkscope reads, in a fixed order.
+inline const std::vector<Family>& families() {
+    static const std::vector<Family> all = detail::make_families();
+    return all;
+}
+
+// The family of a Hugging Face model_type or a GGUF general.architecture; nullptr when unknown.
+inline const Family* family_of_hf_type(const std::string& type) {
+    for (const auto& f : families())
+        for (const auto& t : f.hf_types) if (t == type) return &f;
+    return nullptr;
+}
+inline const Family* family_of_gguf_arch(const std::string& arch) {
+    for (const auto& f : families())
+        for (const auto& a : f.gguf_archs) if (a == arch) return &f;
+    return nullptr;
+}
+// "llama, mistral, …" of one format, for error messages.
+inline std::string supported_names(bool gguf) {
+    std::string r;
+    for (const auto& f : families())
+        for (const auto& t : gguf ? f.gguf_archs : f.hf_types) r += (r.empty() ? "" : ", ") + t;
+    return r;
+}
+
+}  // namespace sinkscope::model
