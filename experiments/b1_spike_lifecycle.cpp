@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
             std::vector<double> x;
             for (std::int64_t i = 0; i <= nsub; ++i) {
                 const auto& h = st[i];
+                const auto hv = model::view(h, {n, d});  // [pos, d_model]
                 medians[i].push_back(analysis::median_abs(h.data(), std::int64_t(h.size())));
                 if (!analysis::massive_entries(h.data(), n, d).empty()) { massive_samples[i]++; sample_has_spike[s] = 1; }
                 for (std::int64_t j = 0; j < std::int64_t(h.size()); ++j) {
@@ -87,18 +88,19 @@ int main(int argc, char** argv) {
                         if (T3.size() > 3) T3.pop_back();
                     }
                 }
-                if (tr.channel >= 0 && tr.position < n) { traj.push_back(h[tr.position * d + tr.channel]); x.push_back(h[tr.position * d + tr.channel]); }
+                if (tr.channel >= 0 && tr.position < n) { traj.push_back(hv(tr.position, tr.channel)); x.push_back(hv(tr.position, tr.channel)); }
             }
             if (x.size() == std::size_t(nsub + 1)) trajectories.push_back(x);
             // Spike tokens at the plateau: positions with a massive entry there (Sun et al., this sample's median).
             if (plateau >= 0) {
                 const auto& h = st[plateau];
+                const auto hv = model::view(h, {n, d});
                 const auto e = analysis::massive_entries(h.data(), n, d);
                 plateau_channels[s] = analysis::spike_channels(e);
                 tokens_seen += n;
                 for (auto p : analysis::spike_positions(e)) {
                     double best = 0; std::int64_t ch = -1;
-                    for (std::int64_t k = 0; k < d; ++k) if (std::abs(h[p * d + k]) > best) { best = std::abs(h[p * d + k]); ch = k; }
+                    for (std::int64_t k = 0; k < d; ++k) if (std::abs(hv(p, k)) > best) { best = std::abs(hv(p, k)); ch = k; }
                     const std::string tok = decode_token(in, smp[s][p]);
                     toks.row(s, p, smp[s][p], json(tok).dump(), best, ch);
                     ++spike_tok;

@@ -161,13 +161,13 @@ int main(int argc, char** argv) {
             const auto B = theory::silu_linearisation_bound(ffn, H);
             const bool has_rank_one_bound = spec.eigenvalues.size() >= 2;
             const theory::Vector<float> BR = has_rank_one_bound ? theory::rank_one_error_bound(spec, H) : theory::Vector<float>();
-            const auto& mo = cache[out].data;
+            const auto mo = model::view(cache[out]);  // [pos, d_model]
             const auto ent = analysis::massive_entries(cache[post].data.data(), n, d);
             const auto pos = analysis::spike_positions(ent);
             samples_with_spike += !pos.empty();
             const std::int64_t k = spec.channel;
             for (std::int64_t t = 0; t < n; ++t) {
-                check = std::max(check, double(std::abs(F(t, k) - mo[t * d + k])) / std::max(1.0, double(std::abs(mo[t * d + k]))));
+                check = std::max(check, double(std::abs(F(t, k) - mo(t, k))) / std::max(1.0, double(std::abs(mo(t, k)))));
                 const bool spike = std::binary_search(pos.begin(), pos.end(), t);
                 const double hs = double(H.row(t).dot(spec.s_star())), cos2 = hs * hs / double(H.row(t).squaredNorm());
                 pred.insert(pred.end(), {float(spike), F(t, k), Q(t, k), R[t], float(cos2)});

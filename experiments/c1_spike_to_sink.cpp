@@ -193,11 +193,12 @@ int main(int argc, char** argv) {
                     const std::int64_t n = x.shape[0];
                     cp.massive[s][l] = analysis::massive_entries(x.data, n, d);
                     cp.large[s][l] = large_entries(x.data, n, d);
-                    cp.x0c[s][l] = double(x.data[cstar]);
+                    const auto xv = model::view(x);  // [pos, d_model]
+                    cp.x0c[s][l] = double(xv(0, cstar));
                     const auto pos = analysis::spike_positions(cp.large[s][l]);
                     for (std::int64_t t = 0; t < n; ++t) {
                         if (std::binary_search(pos.begin(), pos.end(), t)) continue;
-                        for (std::int64_t j = 0; j < d; ++j) ch_sum[l][j] += double(x.data[t * d + j]);
+                        for (std::int64_t j = 0; j < d; ++j) ch_sum[l][j] += double(xv(t, j));
                         ++ch_count[l];
                     }
                 });
@@ -304,11 +305,11 @@ int main(int argc, char** argv) {
                     model::ActivationCache<float> cache;
                     cache.attach(hooks, std::vector<std::string>{model::hook_name("resid_post", P)});
                     model::forward(c, in.m.weights, smp[s], &hooks, no_logits(P));
-                    const auto& x = cache[model::hook_name("resid_post", P)].data;
+                    const auto x = model::view(cache[model::hook_name("resid_post", P)]);  // [pos, d_model]
                     double hits = 0, value = 0, count = 0;
                     for (std::int64_t t = 1; t < T; ++t) {
                         if (t == src) continue;
-                        const double v = sign * double(x[t * d + cstar]);
+                        const double v = sign * double(x(t, cstar));
                         hits += v >= 0.5 * std::abs(x0);
                         value += std::abs(x0) > 0 ? v / std::abs(x0) : 0.0;
                         ++count;

@@ -28,6 +28,7 @@
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/hooks.hpp>
 #include <sinkscope/model/load.hpp>
+#include <sinkscope/model/views.hpp>
 #include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
 

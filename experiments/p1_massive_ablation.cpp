@@ -73,8 +73,9 @@ int main(int argc, char** argv) {
                 model::ActivationCache<float> cache;
                 cache.attach(hooks, std::vector<std::string>{post});
                 model::forward(c, in.m.weights, smp[s], &hooks, no_logits(S));
+                const auto x = model::view(cache[post]);  // [pos, d_model]
                 for (auto t : positions[s]) {
-                    for (std::size_t k = 0; k < channels.size(); ++k) sum[k] += cache[post].data[t * d + channels[k]];
+                    for (std::size_t k = 0; k < channels.size(); ++k) sum[k] += x(t, channels[k]);
                     ++count;
                 }
             }
