@@ -23,6 +23,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <sinkscope/analysis/summary.hpp>
@@ -31,6 +32,7 @@
 #include <sinkscope/io/npy.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
+#include <sinkscope/train/config_io.hpp>
 #include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
 
@@ -51,13 +53,27 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-nlohmann::json config_json(const model::Config& c) {
-    return {{"architecture", c.architecture}, {"n_layers", c.n_layers}, {"d_model", c.d_model}, {"n_heads", c.n_heads},
-            {"n_kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim}, {"d_ff", c.d_ff}, {"vocab_size", c.vocab_size},
-            {"context_length", c.context_length}, {"norm", model::to_string(c.norm)}, {"norm_eps", c.norm_eps},
-            {"ffn", model::to_string(c.ffn)}, {"positions", model::to_string(c.positions)},
-            {"rope_layout", model::to_string(c.rope_layout)}, {"rope_base", c.rope_base}, {"qk_norm", c.qk_norm},
-            {"qkv_bias", c.qkv_bias}, {"tied_embeddings", c.tied_embeddings}, {"sliding_window", c.sliding_window}};
+// Every field of the Config, by the one list train/config_io.hpp keeps.
+nlohmann::json config_json(const model::Config& c) { return train::config_to_json(c); }
+
+// "sliding window 8 (layers 0, 2), global (layers 1, 3)": each layer's attention span, grouped.
+std::string attention_spans(const model::Config& c) {
+    std::map<std::pair<std::int64_t, double>, std::vector<std::int64_t>> groups;  // (window, RoPE base) → layers
+    for (std::int64_t l = 0; l < c.n_layers; ++l) groups[{c.window_at(l), c.rope_base_at(l)}].push_back(l);
+    std::set<double> bases;
+    for (std::int64_t l = 0; l < c.n_layers; ++l) bases.insert(c.rope_base_at(l));
+    std::ostringstream os;
+    bool first = true;
+    for (const auto& [key, layers] : groups) {
+        os << (first ? "" : "; ") << (key.first ? "sliding window " + std::to_string(key.first) : std::string("global"));
+        if (c.positions == model::PositionKind::rope && bases.size() > 1) os << ", RoPE base " << key.second;
+        os << " (" << (layers.size() == std::size_t(c.n_layers) ? std::string("every layer") : "layers ");
+        if (layers.size() != std::size_t(c.n_layers))
+            for (std::size_t i = 0; i < layers.size(); ++i) os << (i ? ", " : "") << layers[i];
+        os << ")";
+        first = false;
+    }
+    return os.str();
 }
 
 int cmd_info(const std::string& path) {
@@ -65,7 +81,10 @@ int cmd_info(const std::string& path) {
     const auto m = model::load_model<float>(path);
     std::cout << "model:      " << path << " (" << m.format << ", loaded in " << seconds_since(t0) << " s)\n"
               << "config:     " << m.config.describe() << "\n"
+              << "attention:  " << attention_spans(m.config) << "\n"
               << "parameters: " << model::parameter_count(m.weights) << "\n";
+    if (!m.config.forward_only_switches().empty())
+        std::cout << "backends:   CPU forward only (training and CUDA do not implement " << m.config.forward_only_switches() << ")\n";
     if (m.format == "gguf") {
         io::GgufFile f(path);
         std::map<std::string, int> types;
