@@ -14,11 +14,12 @@ Writes tests/fixtures/model/:
              resid_post_L{l}.npy for a few layers, pattern_L{l}.npy for a few layers (H × T × T),
              meta.json (versions, text, layers).
   stories260K/  the same for ../shared/models/stories260K.gguf (token ids, not text).
-  random_{llama,qwen2,qwen3,mistral,gpt2,gemma2,gemma3,phi3,olmo2,gpt_neox}/  small random-weight models saved by
-             transformers as safetensors (config.json + model.safetensors), with tokens, all logits, every
-             layer's residual stream.
+  random_{llama,qwen2,qwen3,mistral,gpt2,gemma2,gemma3,phi3,olmo2,gpt_neox,mixtral,olmoe}/  small random-weight
+             models saved by transformers as safetensors (config.json + model.safetensors), with tokens, all
+             logits, every layer's residual stream; the mixture-of-experts ones also chosen_L{l}.npy.
+  mixtral_llama_arch.gguf  metadata of a llama.cpp Mixtral (arch "llama" with expert_count), for the refusal test.
 `make_model_fixtures.py random [KIND …]` remakes only those random-weight fixtures (default: the families
-added last: gemma2 gemma3 phi3 olmo2 gpt_neox), without the GGUF models.
+added last: gemma2 gemma3 phi3 olmo2 gpt_neox mixtral olmoe), without the GGUF models.
 Every array is float32 unless said otherwise.
 """
 import json, os, pathlib, sys
@@ -131,9 +132,22 @@ def random_fixture(kind):
         cfg = transformers.GPTNeoXConfig(hidden_size=64, intermediate_size=160, num_hidden_layers=3, num_attention_heads=4,
                                          rotary_pct=0.25, rotary_emb_base=10000, hidden_act="gelu", layer_norm_eps=1e-5,
                                          use_parallel_residual=True, tie_word_embeddings=False, **common)
+    elif kind == "mixtral":
+        # 4 experts, top 2, renormalised top-k weights (Mixtral always renormalises).
+        cfg = transformers.MixtralConfig(hidden_size=48, intermediate_size=64, num_hidden_layers=3, num_attention_heads=4,
+                                         num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                                         rms_norm_eps=1e-5, rope_theta=1e6, sliding_window=None, router_jitter_noise=0.0,
+                                         tie_word_embeddings=False, **common)
+    elif kind == "olmoe":
+        # 8 experts, top 2, top-k weights not renormalised (norm_topk_prob=False, as OLMoE-1B-7B), QK-norm over
+        # the whole q and k projections.
+        cfg = transformers.OlmoeConfig(hidden_size=48, intermediate_size=64, num_hidden_layers=3, num_attention_heads=6,
+                                       num_key_value_heads=3, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
+                                       rms_norm_eps=1e-5, rope_theta=10000.0, pad_token_id=0, bos_token_id=1,
+                                       eos_token_id=2, tie_word_embeddings=False, **common)
     cfg._attn_implementation = "eager"
     torch.manual_seed({"llama": 11, "mistral": 12, "qwen2": 13, "qwen3": 14, "gpt2": 15, "gemma2": 16, "gemma3": 17,
-                       "phi3": 18, "olmo2": 19, "gpt_neox": 20}[kind])
+                       "phi3": 18, "olmo2": 19, "gpt_neox": 20, "mixtral": 21, "olmoe": 22}[kind])
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     # Default init leaves norms at 1 and biases at 0: perturb every parameter so that each one matters.
     with torch.no_grad():
@@ -153,11 +167,44 @@ def random_fixture(kind):
         if l + 1 < len(hidden) - 1:
             save(d / f"resid_post_L{l}.npy", hidden[l + 1].astype(np.float32))
     save(d / "pattern_L0.npy", attn[0].astype(np.float32))
+    if kind in MOE:
+        moe_routing(model, cfg, ids, d)
     (d / "generation_config.json").unlink(missing_ok=True)
     print(f"random_{kind}: wrote {d}")
 
 
-NEW_FAMILIES = ["gemma2", "gemma3", "phi3", "olmo2", "gpt_neox"]
+MOE = ["mixtral", "olmoe"]
+NEW_FAMILIES = ["gemma2", "gemma3", "phi3", "olmo2", "gpt_neox"] + MOE
+
+
+def moe_routing(model, cfg, ids, d):
+    """Mixture-of-experts fixtures: chosen_L{l}.npy (int32, T × k: torch.topk's experts, most probable first)
+    of every layer, checked to vary between tokens (random routing must not pick one expert set for all)
+    and to have no near-tie at the k-th place (a tie could flip between implementations)."""
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), output_router_logits=True)
+    k = cfg.num_experts_per_tok
+    for l, logits in enumerate(out.router_logits):
+        probs = torch.softmax(logits.float(), dim=-1)
+        top, chosen = torch.topk(probs, k + 1, dim=-1)
+        sets = {tuple(sorted(row)) for row in chosen[:, :k].tolist()}
+        gap = (top[:, k - 1] - top[:, k]).min().item()
+        assert len(sets) > 1, f"layer {l}: every token chose the experts {sets}"
+        assert gap > 1e-4, f"layer {l}: a near-tie at the top-{k} boundary ({gap})"
+        save(d / f"chosen_L{l}.npy", chosen[:, :k].numpy().astype(np.int32))
+        print(f"  layer {l}: {len(sets)} distinct expert sets over {len(ids)} tokens, smallest top-{k} gap {gap:.2e}")
+
+
+def moe_gguf_fixture():
+    """mixtral_llama_arch.gguf: the metadata of a llama.cpp Mixtral conversion (general.architecture "llama"
+    with llama.expert_count), one dummy tensor; sinkscope must refuse it and point to the Hugging Face directory."""
+    import gguf
+    w = gguf.GGUFWriter(str(OUT / "mixtral_llama_arch.gguf"), "llama")
+    w.add_block_count(1); w.add_embedding_length(8); w.add_context_length(16); w.add_head_count(2)
+    w.add_feed_forward_length(16); w.add_expert_count(4); w.add_expert_used_count(2)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
 
 def main():
@@ -165,6 +212,8 @@ def main():
         # Only the named random-weight fixtures (others stay as they were made): random gemma2 phi3 …
         for kind in sys.argv[2:] or NEW_FAMILIES:
             random_fixture(kind)
+        if "mixtral" in (sys.argv[2:] or NEW_FAMILIES):
+            moe_gguf_fixture()
         return
     if not SMOL.exists():
         sys.exit(f"{SMOL} missing: run scripts/fetch_model.sh first")
@@ -176,6 +225,7 @@ def main():
     gguf_fixture("stories260K", STORIES, story_ids, layers=[0, 1, 2, 3], pattern_layers=[0, 4])
     for kind in ["llama", "mistral", "qwen2", "qwen3", "gpt2"] + NEW_FAMILIES:
         random_fixture(kind)
+    moe_gguf_fixture()
 
 
 if __name__ == "__main__":

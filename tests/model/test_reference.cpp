@@ -5,11 +5,20 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <unistd.h>
 #include <sinkscope/io/npy.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
+#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/train/init.hpp>
 
 #include "test_paths.hpp"
 
@@ -123,7 +132,8 @@ TEST_CASE("SmolLM2-135M GGUF (Q4_1) agrees with Hugging Face transformers", "[re
 }
 
 TEST_CASE("random-weight safetensors models agree with Hugging Face transformers", "[reference][model]") {
-    for (const char* kind : {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma2", "gemma3", "phi3", "olmo2", "gpt_neox"}) {
+    for (const char* kind : {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma2", "gemma3", "phi3", "olmo2", "gpt_neox",
+                             "mixtral", "olmoe"}) {
         SECTION(kind) {
             const std::string dir = test::fixture(std::string("model/random_") + kind);
             const auto m = load_model<float>(dir);
@@ -151,6 +161,11 @@ TEST_CASE("the new families' fixtures exercise their mechanisms", "[reference][m
         {"olmo2", "no QK-norm", [](Config& c) { c.qk_norm = false; }},
         {"gpt_neox", "sequential residual", [](Config& c) { c.parallel_residual = false; }},
         {"gpt_neox", "full rotary", [](Config& c) { c.rotary_dim = 0; }},
+        {"mixtral", "top-1 instead of top-2", [](Config& c) { c.n_experts_used = 1; }},
+        {"mixtral", "no top-k renormalisation", [](Config& c) { c.moe_normalize_topk = false; }},
+        {"olmoe", "top-1 instead of top-2", [](Config& c) { c.n_experts_used = 1; }},
+        {"olmoe", "top-k renormalised (norm_topk_prob)", [](Config& c) { c.moe_normalize_topk = true; }},
+        {"olmoe", "no QK-norm", [](Config& c) { c.qk_norm = false; }},
     };
     for (const auto& m : mutations) {
         const std::string dir = test::fixture(std::string("model/random_") + m.kind);
@@ -186,5 +201,286 @@ TEST_CASE("family switches are named in the config and refused by training and t
         hooks.add([](const std::string&) { return true; }, [&](const std::string& n, ActivationRef<float>&) { seen.push_back(n); });
         forward(m->config, m->weights, std::vector<std::int32_t>{1, 2, 3, 4}, &hooks);
         CHECK(seen == hook_names(m->config));
+    }
+}
+
+// ---- Mixture of experts (Mixtral, OLMoE) ----
+
+namespace {
+// Every MoE hook of every layer captured from one forward over the fixture's tokens.
+ActivationCache<float> moe_capture(const LoadedModel<float>& m, const std::vector<std::int32_t>& tokens) {
+    HookSet<float> hooks;
+    ActivationCache<float> cache;
+    cache.attach(hooks, [](const std::string& n) { return n.find("hook_router_logits") != std::string::npos ||
+                                                          n.find("hook_expert_weights") != std::string::npos ||
+                                                          n.find("hook_chosen_experts") != std::string::npos; });
+    forward(m.config, m.weights, tokens, &hooks);
+    return cache;
+}
+}  // namespace
+
+TEST_CASE("mixture-of-experts fixtures route every token to Hugging Face's experts", "[reference][model]") {
+    for (const char* kind : {"mixtral", "olmoe"}) {
+        SECTION(kind) {
+            const std::string dir = test::fixture(std::string("model/random_") + kind);
+            const auto m = load_model<float>(dir);
+            const Config& c = m.config;
+            REQUIRE(c.ffn == FfnKind::moe);
+            CHECK(c.n_experts == (std::string(kind) == "mixtral" ? 4 : 8));
+            CHECK(c.n_experts_used == 2);
+            CHECK(c.moe_normalize_topk == (std::string(kind) == "mixtral"));  // OLMoE: norm_topk_prob = false
+            if (std::string(kind) == "olmoe") CHECK((c.qk_norm && c.qk_norm_scope == QkNormScope::projection));
+            const auto tokens = read_tokens(dir + "/tokens.npy");
+            const auto cache = moe_capture(m, tokens);
+            const std::int64_t T = std::int64_t(tokens.size()), E = c.n_experts, k = c.n_experts_used;
+            for (std::int64_t l = 0; l < c.n_layers; ++l) {
+                const auto& logits = cache[hook_name("router_logits", l)];
+                const auto& weights = cache[hook_name("expert_weights", l)];
+                const auto& chosen = cache[hook_name("chosen_experts", l)];
+                CHECK(logits.shape == std::vector<std::int64_t>{T, E});
+                CHECK(weights.shape == std::vector<std::int64_t>{T, k});
+                CHECK(chosen.shape == std::vector<std::int64_t>{T, k});
+                // torch.topk's experts, most probable first, at every token.
+                const auto ref = io::read_npy<std::int32_t>(dir + "/chosen_L" + std::to_string(l) + ".npy").data;
+                REQUIRE(std::int64_t(ref.size()) == T * k);
+                int mismatches = 0;
+                std::set<std::vector<int>> sets;
+                for (std::int64_t i = 0; i < T * k; ++i) mismatches += chosen.data[std::size_t(i)] != float(ref[std::size_t(i)]);
+                INFO(kind << " layer " << l << ": " << mismatches << " chosen experts differ from Hugging Face's");
+                CHECK(mismatches == 0);
+                for (std::int64_t t = 0; t < T; ++t) {
+                    // The weights are the chosen experts' softmax probabilities (renormalised or not).
+                    const float* s = logits.data.data() + t * E;
+                    const double mx = *std::max_element(s, s + E);
+                    double z = 0, chosen_p = 0;
+                    for (std::int64_t e = 0; e < E; ++e) z += std::exp(double(s[e]) - mx);
+                    for (std::int64_t i = 0; i < k; ++i) chosen_p += std::exp(double(s[std::size_t(chosen.data[std::size_t(t * k + i)])]) - mx) / z;
+                    double sum = 0;
+                    std::vector<int> set;
+                    for (std::int64_t i = 0; i < k; ++i) {
+                        const auto e = std::size_t(chosen.data[std::size_t(t * k + i)]);
+                        const double p = std::exp(double(s[e]) - mx) / z;
+                        CHECK(weights.data[std::size_t(t * k + i)] == Approx(c.moe_normalize_topk ? p / chosen_p : p).epsilon(1e-5));
+                        sum += weights.data[std::size_t(t * k + i)];
+                        set.push_back(int(e));
+                    }
+                    if (c.moe_normalize_topk) CHECK(sum == Approx(1.0).epsilon(1e-6));
+                    else CHECK(sum < 1.0);
+                    std::sort(set.begin(), set.end());
+                    sets.insert(set);
+                }
+                CHECK(sets.size() > 1);  // the fixture routes different tokens to different experts
+            }
+        }
+    }
+}
+
+namespace {
+// A minimal safetensors writer (F32 only), for rewriting a fixture into another tensor layout.
+void write_f32_safetensors(const std::string& path, const std::map<std::string, std::pair<std::vector<std::int64_t>, std::vector<float>>>& tensors) {
+    nlohmann::json header = nlohmann::json::object();
+    std::uint64_t offset = 0;
+    for (const auto& [name, t] : tensors) {
+        const std::uint64_t bytes = t.second.size() * sizeof(float);
+        header[name] = {{"dtype", "F32"}, {"shape", t.first}, {"data_offsets", {offset, offset + bytes}}};
+        offset += bytes;
+    }
+    std::string h = header.dump();
+    while (h.size() % 8) h += ' ';
+    std::ofstream out(path, std::ios::binary);
+    const std::uint64_t n = h.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);  // little-endian length (x86, aarch64)
+    out.write(h.data(), std::streamsize(h.size()));
+    for (const auto& [name, t] : tensors) out.write(reinterpret_cast<const char*>(t.second.data()), std::streamsize(t.second.size() * sizeof(float)));
+}
+}  // namespace
+
+TEST_CASE("Mixtral with experts fused into one tensor (transformers 5 layout) loads as the per-expert checkpoint", "[model]") {
+    // save_pretrained writes block_sparse_moe.experts.{e}.w1/w2/w3; transformers 5 holds the same weights as
+    // mlp.gate.weight, mlp.experts.gate_up_proj (E, 2·d_ff, d) and mlp.experts.down_proj (E, d, d_ff).
+    const std::string src = test::fixture("model/random_mixtral");
+    const auto per_expert = load_model<float>(src);
+    const Config& c = per_expert.config;
+    const std::int64_t E = c.n_experts, f = c.d_ff, d = c.d_model;
+    io::SafetensorsCheckpoint ck(src);
+    std::map<std::string, std::pair<std::vector<std::int64_t>, std::vector<float>>> out;
+    for (const std::string& name : ck.names())
+        if (name.find("block_sparse_moe") == std::string::npos) out[name] = {ck.shape(name), ck.load<float>(name)};
+    for (std::int64_t l = 0; l < c.n_layers; ++l) {
+        const std::string L = "model.layers." + std::to_string(l) + ".";
+        out[L + "mlp.gate.weight"] = {{E, d}, ck.load<float>(L + "block_sparse_moe.gate.weight")};
+        std::vector<float> gate_up, down;
+        for (std::int64_t e = 0; e < E; ++e) {
+            const std::string x = L + "block_sparse_moe.experts." + std::to_string(e) + ".";
+            for (const char* w : {"w1", "w3"}) { const auto v = ck.load<float>(x + w + ".weight"); gate_up.insert(gate_up.end(), v.begin(), v.end()); }
+            const auto v = ck.load<float>(x + "w2.weight");
+            down.insert(down.end(), v.begin(), v.end());
+        }
+        out[L + "mlp.experts.gate_up_proj"] = {{E, 2 * f, d}, gate_up};
+        out[L + "mlp.experts.down_proj"] = {{E, d, f}, down};
+    }
+    const fs::path dir = fs::temp_directory_path() / ("sinkscope_fused_mixtral_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    fs::copy_file(src + "/config.json", dir / "config.json", fs::copy_options::overwrite_existing);
+    write_f32_safetensors((dir / "model.safetensors").string(), out);
+    const auto fused = load_model<float>(dir.string());
+    fs::remove_all(dir);
+    std::map<std::string, std::vector<float>> a, b;
+    visit_parameters(per_expert.weights, [&](const std::string& n, const auto& t) { a[n].assign(t.data(), t.data() + t.size()); });
+    visit_parameters(fused.weights, [&](const std::string& n, const auto& t) { b[n].assign(t.data(), t.data() + t.size()); });
+    CHECK(a.count("blocks.2.mlp.experts.3.W_out") == 1);
+    CHECK(a.size() == b.size());
+    CHECK(a == b);
+}
+
+TEST_CASE("a mixture-of-experts forward offers exactly its hooks, and hooked router logits steer the routing", "[model]") {
+    for (const char* kind : {"mixtral", "olmoe"}) {
+        const auto m = load_model<float>(test::fixture(std::string("model/random_") + kind));
+        HookSet<float> hooks;
+        std::vector<std::string> seen;
+        hooks.add([](const std::string&) { return true; }, [&](const std::string& n, ActivationRef<float>&) { seen.push_back(n); });
+        forward(m.config, m.weights, std::vector<std::int32_t>{1, 2, 3, 4}, &hooks);
+        CHECK(seen == hook_names(m.config));
+        const auto names = hook_names(m.config);
+        CHECK(std::find(names.begin(), names.end(), "blocks.1.mlp.hook_chosen_experts") != names.end());
+        CHECK(std::find(names.begin(), names.end(), "blocks.1.mlp.hook_pre") == names.end());  // per-expert FFNs have none
+    }
+    CHECK(hook_name("router_logits", 2) == "blocks.2.mlp.hook_router_logits");
+    CHECK(hook_name("expert_weights", 0) == "blocks.0.mlp.hook_expert_weights");
+    CHECK(hook_name("chosen_experts", 1) == "blocks.1.mlp.hook_chosen_experts");
+
+    // OLMoE fixture, 8 experts: the expert chosen most often in layer 1, banned with a −inf router logit at
+    // every layer, is then chosen nowhere (the hook runs before the top-k).
+    const std::string dir = test::fixture("model/random_olmoe");
+    const auto m = load_model<float>(dir);
+    const auto tokens = read_tokens(dir + "/tokens.npy");
+    const std::int64_t E = m.config.n_experts;
+    const auto clean = moe_capture(m, tokens);
+    std::vector<int> count(std::size_t(E), 0);
+    for (float e : clean[hook_name("chosen_experts", 1)].data) ++count[std::size_t(e)];
+    const int banned = int(std::max_element(count.begin(), count.end()) - count.begin());
+    REQUIRE(count[std::size_t(banned)] > 0);
+    HookSet<float> hooks;
+    hooks.add([](const std::string& n) { return n.find("hook_router_logits") != std::string::npos; },
+              [&](const std::string&, ActivationRef<float>& x) {
+                  for (std::int64_t t = 0; t < x.shape[0]; ++t) x.data[t * E + banned] = -std::numeric_limits<float>::infinity();
+              });
+    ActivationCache<float> cache;
+    cache.attach(hooks, [](const std::string& n) { return n.find("hook_chosen_experts") != std::string::npos ||
+                                                          n.find("hook_expert_weights") != std::string::npos; });
+    const Mat<float> steered = forward(m.config, m.weights, tokens, &hooks);
+    for (std::int64_t l = 0; l < m.config.n_layers; ++l) {
+        const auto& chosen = cache[hook_name("chosen_experts", l)].data;
+        INFO("layer " << l << ", banned expert " << banned);
+        CHECK(std::count(chosen.begin(), chosen.end(), float(banned)) == 0);
+        for (float w : cache[hook_name("expert_weights", l)].data) CHECK(std::isfinite(w));
+    }
+    const Mat<float> logits = forward(m.config, m.weights, tokens);
+    CHECK((steered - logits).cwiseAbs().maxCoeff() > 1e-3);
+    CHECK(steered.allFinite());
+
+    // Rewritten mixing weights are used: all zero → the FFN adds nothing.
+    HookSet<float> zero;
+    zero.add("blocks.0.mlp.hook_expert_weights", [](const std::string&, ActivationRef<float>& x) { std::fill(x.data, x.data + x.size(), 0.f); });
+    ActivationCache<float> out;
+    out.attach(zero, std::vector<std::string>{"blocks.0.hook_mlp_out"});
+    forward(m.config, m.weights, tokens, &zero);
+    const auto& mlp_out = out["blocks.0.hook_mlp_out"].data;
+    CHECK(*std::max_element(mlp_out.begin(), mlp_out.end()) == 0.f);
+    CHECK(*std::min_element(mlp_out.begin(), mlp_out.end()) == 0.f);
+    // Rewritten expert indices must name experts.
+    HookSet<float> bad;
+    bad.add("blocks.0.mlp.hook_chosen_experts", [E](const std::string&, ActivationRef<float>& x) { x.data[0] = float(E); });
+    CHECK_THROWS_AS(forward(m.config, m.weights, tokens, &bad), Error);
+}
+
+TEST_CASE("mixture-of-experts configs: validation, ties, JSON, training refusal and fresh weights", "[model]") {
+    const auto m = load_model<float>(test::fixture("model/random_mixtral"));
+    const Config& c = m.config;
+    CHECK(c.forward_only_switches().find("ffn = moe") != std::string::npos);
+    CHECK(c.describe().find("experts=2/4") != std::string::npos);
+    auto message = [](Config x) {
+        try { x.validate(); } catch (const Error& e) { return std::string(e.what()); }
+        return std::string();
+    };
+    Config too_many = c; too_many.n_experts_used = 5;
+    CHECK(message(too_many).find("n_experts_used") != std::string::npos);
+    Config none = c; none.n_experts = 0;
+    CHECK(message(none).find("n_experts must be >= 1") != std::string::npos);
+    Config zero_k = c; zero_k.n_experts_used = 0;
+    CHECK(message(zero_k).find("n_experts_used") != std::string::npos);
+
+    // Ties go to the lower expert index (torch.topk's choice is unspecified among equals).
+    Mat<float> tied(2, 4), w, chosen;
+    tied << 1, 1, 1, 1,
+            0, 2, 0, 2;
+    moe_router_forward(w, chosen, tied, 2, true);
+    CHECK(chosen(0, 0) == 0.f); CHECK(chosen(0, 1) == 1.f);
+    CHECK(chosen(1, 0) == 1.f); CHECK(chosen(1, 1) == 3.f);
+    CHECK(w(0, 0) == Approx(0.5)); CHECK(w(1, 1) == Approx(0.5));
+    moe_router_forward(w, chosen, tied, 2, false);
+    CHECK(w(0, 0) == Approx(0.25));
+
+    const Config back = train::config_from_json(train::config_to_json(c));
+    CHECK(back.ffn == FfnKind::moe);
+    CHECK(back.n_experts == 4);
+    CHECK(back.n_experts_used == 2);
+    CHECK(back.moe_normalize_topk);
+
+    // Fresh weights (train::random_like's init) have the loaded model's parameters, name for name.
+    const Weights<float> fresh = train::init_weights<float>(c, 7);
+    std::vector<std::string> a, b;
+    visit_parameters(m.weights, [&](const std::string& n, const auto&) { a.push_back(n); });
+    visit_parameters(fresh, [&](const std::string& n, const auto&) { b.push_back(n); });
+    CHECK(a == b);
+    CHECK(parameter_count(fresh) == parameter_count(m.weights));
+    const std::vector<std::int32_t> tokens{5, 17, 200, 3, 99, 42, 7, 1};
+    CHECK(forward(c, fresh, tokens).allFinite());
+    // The grouped forward (one GEMM per expert over its tokens) equals the naive per-token sum
+    // out_t = Σ_i w_ti · W_down,e (silu(W_gate,e x_t) ⊙ W_up,e x_t), e = chosen_ti.
+    {
+        HookSet<float> hooks;
+        ActivationCache<float> cache;
+        cache.attach(hooks, std::vector<std::string>{"blocks.1.ln2.hook_normalized", "blocks.1.mlp.hook_expert_weights",
+                                                     "blocks.1.mlp.hook_chosen_experts", "blocks.1.hook_mlp_out"});
+        forward(c, m.weights, tokens, &hooks);
+        const auto& xn = cache["blocks.1.ln2.hook_normalized"].data;
+        const auto& wt = cache["blocks.1.mlp.hook_expert_weights"].data;
+        const auto& ch = cache["blocks.1.mlp.hook_chosen_experts"].data;
+        const auto& got = cache["blocks.1.hook_mlp_out"].data;
+        const std::int64_t k = c.n_experts_used, dm = c.d_model;
+        double worst = 0;
+        for (std::size_t t = 0; t < tokens.size(); ++t) {
+            const Eigen::Map<const Vec<float>> x(xn.data() + t * std::size_t(dm), dm);
+            Vec<float> sum = Vec<float>::Zero(dm);
+            for (std::int64_t i = 0; i < k; ++i) {
+                const auto& e = m.weights.layers[1].experts[std::size_t(ch[t * std::size_t(k) + std::size_t(i)])];
+                const Vec<float> g = e.w_gate * x, u = e.w_up * x;
+                const Vec<float> h = g.unaryExpr([](float v) { return silu(v); }).cwiseProduct(u);
+                sum += wt[t * std::size_t(k) + std::size_t(i)] * (e.w_down * h);
+            }
+            for (std::int64_t j = 0; j < dm; ++j) worst = std::max(worst, double(std::abs(sum(j) - got[t * std::size_t(dm) + std::size_t(j)])));
+        }
+        INFO("grouped vs per-token MoE max |diff| " << worst);
+        CHECK(worst < 1e-5);
+    }
+    // Double precision agrees with float (cast_weights carries the experts).
+    const Mat<double> d = forward(c, cast_weights<double>(m.weights), tokens);
+    const Mat<float> f = forward(c, m.weights, tokens);
+    CHECK((d.cast<float>() - f).cwiseAbs().maxCoeff() < 1e-4);
+}
+
+TEST_CASE("a mixture-of-experts GGUF is refused with a pointer to the Hugging Face directory", "[model]") {
+    // llama.cpp writes Mixtral as general.architecture "llama" with llama.expert_count; OLMoE's GGUF arch
+    // "olmoe" is a Hugging Face model_type only, which the loader's message says as well.
+    const std::string path = test::fixture("model/mixtral_llama_arch.gguf");
+    try {
+        load_model<float>(path);
+        FAIL("a mixture-of-experts GGUF loaded");
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        INFO(what);
+        CHECK(what.find("expert_count = 4") != std::string::npos);
+        CHECK(what.find("Hugging Face directory") != std::string::npos);
     }
 }

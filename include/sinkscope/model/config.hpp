@@ -1,10 +1,10 @@
 // Config: every hyperparameter and architectural switch of the one sinkscope transformer.
 //
 // One model, not two: the Llama family (RMSNorm, SwiGLU, RoPE, GQA, optional QKV bias (Qwen2) and
-// per-head QK RMSNorm (Qwen3)), the GPT-2 family (LayerNorm, GELU, learned positions, biases) and the
-// variants the papers ablate (norm placement, DynamicTanh, FFN kind, attention kind, output gates,
-// sliding window, positional kind) are all switches of this struct. `validate()` rejects impossible
-// combinations with a message that names the field.
+// per-head QK RMSNorm (Qwen3)) with its mixtures of experts (Mixtral, OLMoE), the GPT-2 family
+// (LayerNorm, GELU, learned positions, biases) and the variants the papers ablate (norm placement,
+// DynamicTanh, FFN kind, attention kind, output gates, sliding window, positional kind) are all switches
+// of this struct. `validate()` rejects impossible combinations with a message that names the field.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +26,11 @@ enum class NormKind { rmsnorm, layernorm, dynamic_tanh };
 enum class NormPlacement { pre, post, sandwich, output };
 // QK-norm over each head's d_h entries (Qwen3, Gemma 3) or over the whole projection (OLMo-2).
 enum class QkNormScope { head, projection };
-enum class FfnKind { swiglu, gelu, linear, none };
+// swiglu: W_down (act(W_gate x) ⊙ W_up x);  gelu: W_down act(W_up x + b) + b;  linear: W_down x;  none: 0
+// moe:    a sparse mixture of n_experts SwiGLU FFNs (Mixtral, OLMoE): p = softmax(W_router x) over all
+//         experts, the n_experts_used most probable experts E_k (ties: the lowest index first), weights
+//         w_k = p_k (÷ Σ_k p_k when moe_normalize_topk), FFN(x) = Σ_k w_k · SwiGLU_{E_k}(x)
+enum class FfnKind { swiglu, gelu, linear, none, moe };
 // softmax:            p = softmax(s)
 // softmax_off_by_one: p_j = e^{s_j} / (1 + Σ_k e^{s_k})      (= a zero-key, zero-value sink)
 // sink_token:         a learnable embedding (Weights::sink_embed) prepended as an extra position 0 of
@@ -61,7 +65,8 @@ template <> struct EnumNames<QkNormScope> {
 };
 template <> struct EnumNames<FfnKind> {
     static constexpr std::pair<FfnKind, const char*> values[] = {
-        {FfnKind::swiglu, "swiglu"}, {FfnKind::gelu, "gelu"}, {FfnKind::linear, "linear"}, {FfnKind::none, "none"}};
+        {FfnKind::swiglu, "swiglu"}, {FfnKind::gelu, "gelu"}, {FfnKind::linear, "linear"}, {FfnKind::none, "none"},
+        {FfnKind::moe, "moe"}};
 };
 template <> struct EnumNames<AttentionKind> {
     static constexpr std::pair<AttentionKind, const char*> values[] = {
@@ -137,7 +142,13 @@ struct Config {
     double dyt_alpha0_other = 0.5;        // … for FFN-block and final norms
 
     FfnKind ffn = FfnKind::swiglu;
-    Activation activation = Activation::silu;  // of the gate (SwiGLU) or of the hidden layer (GELU FFN)
+    Activation activation = Activation::silu;  // of the gate (SwiGLU, every MoE expert) or of the hidden layer (GELU FFN)
+    // Mixture of experts (FfnKind::moe): n_experts SwiGLU experts of width d_ff, n_experts_used (top-k) of
+    // them per token; moe_normalize_topk divides the k chosen softmax probabilities by their sum (Mixtral;
+    // OLMoE's norm_topk_prob, false in OLMoE-1B-7B).
+    std::int64_t n_experts = 0;
+    std::int64_t n_experts_used = 0;
+    bool moe_normalize_topk = true;
 
     AttentionKind attention = AttentionKind::softmax;
     GateKind gate = GateKind::none;
@@ -184,7 +195,8 @@ struct Config {
     bool has_pre_norm() const { return norm_placement == NormPlacement::pre || norm_placement == NormPlacement::sandwich; }
     bool has_post_norm() const { return norm_placement == NormPlacement::sandwich || norm_placement == NormPlacement::output; }
     // The switches that only the CPU forward implements (families loaded for analysis: Gemma, OLMo-2,
-    // GPT-NeoX, Phi-3's partial rotary); "" when there is none. Training and the CUDA forward refuse them.
+    // GPT-NeoX, Phi-3's partial rotary, mixtures of experts); "" when there is none. Training and the
+    // CUDA forward refuse them.
     std::string forward_only_switches() const {
         std::string r;
         auto add = [&r](bool on, const char* what) { if (on) r += (r.empty() ? "" : ", ") + std::string(what); };
@@ -198,6 +210,7 @@ struct Config {
         add(rotary_dim != 0 && rotary_dim != head_dim, "rotary_dim");
         add(embed_scale != 1, "embed_scale");
         add(logit_softcap != 0, "logit_softcap");
+        add(ffn == FfnKind::moe, "ffn = moe");
         return r;
     }
 
@@ -236,6 +249,13 @@ struct Config {
         if (parallel_residual && ffn == FfnKind::none) bad("parallel_residual needs an FFN");
         if (force_sink_channels > 0 && norm_placement == NormPlacement::output)
             bad("force_sink_channels needs a pre-norm (pre or sandwich placement); output placement has none");
+        if (ffn == FfnKind::moe) {
+            if (n_experts < 1) bad("n_experts must be >= 1 for a moe FFN, got " + std::to_string(n_experts));
+            if (n_experts_used < 1 || n_experts_used > n_experts)
+                bad("n_experts_used (" + std::to_string(n_experts_used) + ") must lie in [1, n_experts = " +
+                    std::to_string(n_experts) + "]");
+            if (mlp_bias) bad("mlp_bias: the experts of a moe FFN have no biases");
+        }
         if (attention == AttentionKind::sink_token && context_length < 2)
             bad("a sink token takes one position of the context; context_length must be >= 2");
     }
@@ -245,9 +265,10 @@ struct Config {
         os << architecture << ": L=" << n_layers << " d=" << d_model << " H=" << n_heads << " kvH=" << n_kv_heads
            << " d_h=" << head_dim << " d_ff=" << d_ff << " vocab=" << vocab_size << " ctx=" << context_length
            << " norm=" << to_string(norm) << "/" << to_string(norm_placement) << " eps=" << norm_eps
-           << (qk_norm ? " qk_norm" : "") << " ffn=" << to_string(ffn) << "(" << to_string(activation) << ")"
-           << " attn=" << to_string(attention) << " gate=" << to_string(gate)
-           << " pos=" << to_string(positions);
+           << (qk_norm ? " qk_norm" : "") << " ffn=" << to_string(ffn) << "(" << to_string(activation) << ")";
+        if (ffn == FfnKind::moe)
+            os << " experts=" << n_experts_used << "/" << n_experts << (moe_normalize_topk ? " (top-k renormalised)" : "");
+        os << " attn=" << to_string(attention) << " gate=" << to_string(gate) << " pos=" << to_string(positions);
         if (positions == PositionKind::rope) os << "(" << to_string(rope_layout) << ", base " << rope_base << ")";
         if (rotary_dim && rotary_dim != head_dim) os << " rotary_dim=" << rotary_dim;
         if (rope_base_sliding) os << " rope_base_sliding=" << rope_base_sliding;

@@ -2,7 +2,9 @@
 // config.json and its GGUF metadata name the hyperparameters, and how its checkpoints name the tensors.
 //
 // Adding a family is one entry of `families()` (plus the mechanism in forward.hpp if it needs a new one).
-// Tensor names hold "{l}" where the layer index goes; an empty name means the family has no such tensor.
+// Tensor names hold "{l}" where the layer index goes (and "{e}" where an expert's goes); an empty name
+// means the family has no such tensor; "a|b" lists names the family's checkpoints use for the same tensor
+// (the first one the checkpoint has is read).
 // The loader (load.hpp) reads every family through the same code: a tensor is read when the Config
 // needs it (qkv_bias → the q/k/v biases, sandwich placement → the post norms, …) and must then exist.
 #pragma once
@@ -26,6 +28,11 @@ struct TensorNames {
     std::string qkv, qkv_bias;  // a fused q|k|v projection (read when wq is empty)
     std::string w_gate, w_up, w_down, b_up, b_down;
     std::string gate_up;        // a fused gate|up projection (read when w_gate is empty)
+    // Mixture of experts: the router (E × d) and each expert's SwiGLU projections ("{e}"), or the experts
+    // fused into one tensor each, (E, 2·d_ff, d) gate|up and (E, d, d_ff) down, as transformers ≥ 5 holds
+    // them in memory (read when the checkpoint lacks the per-expert tensors).
+    std::string router, expert_gate, expert_up, expert_down;
+    std::string experts_gate_up, experts_down;
 };
 
 // How a fused QKV projection orders its rows.
@@ -152,6 +159,15 @@ inline void hf_llama_like(Config& c, const HfKeys& k) {
     c.qkv_bias = k.get_or<bool>({"attention_bias"}, false);
     c.tied_embeddings = k.get_or<bool>({"tie_word_embeddings"}, false);
     if (k.get_or<bool>({"use_sliding_window"}, false)) c.sliding_window = k.get_or<std::int64_t>({"sliding_window"}, 0);
+}
+
+// A mixture of SwiGLU experts: E experts (num_local_experts, Mixtral; num_experts, OLMoE), top-k
+// (num_experts_per_tok), the top-k weights renormalised when `normalize`.
+inline void hf_moe(Config& c, const HfKeys& k, bool normalize) {
+    c.ffn = FfnKind::moe;
+    c.n_experts = k.get<std::int64_t>({"num_local_experts", "num_experts"});
+    c.n_experts_used = k.get<std::int64_t>({"num_experts_per_tok"});
+    c.moe_normalize_topk = normalize;
 }
 
 // Gemma 2 and 3: (1 + g) RMSNorm, GeGLU, sandwich norms, √d embedding scale, query_pre_attn_scalar,
@@ -368,6 +384,47 @@ inline std::vector<Family> make_families() {
                  hf, {}};
         g.hf_fused = FusedQkv::per_head;
         f.push_back(g);
+    }
+    {
+        // Mixtral: Mistral with a sparse mixture of SwiGLU experts, top-k weights always renormalised
+        // (MixtralTopKRouter). save_pretrained writes block_sparse_moe.experts.{e}.w1/w2/w3 (gate, down,
+        // up); transformers 5 holds them fused as mlp.experts.gate_up_proj / down_proj.
+        const std::string L = "model.layers.{l}.";
+        TensorNames hf = hf_llama_names();
+        hf.w_gate = hf.w_up = hf.w_down = "";
+        hf.router = L + "block_sparse_moe.gate.weight|" + L + "mlp.gate.weight";
+        hf.expert_gate = L + "block_sparse_moe.experts.{e}.w1.weight";
+        hf.expert_down = L + "block_sparse_moe.experts.{e}.w2.weight";
+        hf.expert_up = L + "block_sparse_moe.experts.{e}.w3.weight";
+        hf.experts_gate_up = L + "mlp.experts.gate_up_proj";
+        hf.experts_down = L + "mlp.experts.down_proj";
+        f.push_back({"mixtral", {"mixtral"}, {},
+                     [](Config& c, const HfKeys& k) {
+                         hf_llama_like(c, k);
+                         c.sliding_window = k.get_or<std::int64_t>({"sliding_window"}, 0);
+                         hf_moe(c, k, true);
+                     },
+                     hf, {}});
+        // OLMoE: Llama with QK-norm over the whole q and k projections (as OLMo-2, but pre-norm) and a
+        // mixture of experts whose top-k weights are renormalised only with norm_topk_prob.
+        TensorNames ol = hf_llama_names();
+        ol.w_gate = ol.w_up = ol.w_down = "";
+        ol.router = L + "mlp.gate.weight";
+        ol.expert_gate = L + "mlp.experts.{e}.gate_proj.weight";
+        ol.expert_up = L + "mlp.experts.{e}.up_proj.weight";
+        ol.expert_down = L + "mlp.experts.{e}.down_proj.weight";
+        ol.experts_gate_up = L + "mlp.experts.gate_up_proj";
+        ol.experts_down = L + "mlp.experts.down_proj";
+        f.push_back({"olmoe", {"olmoe"}, {},
+                     [](Config& c, const HfKeys& k) {
+                         hf_llama_like(c, k);
+                         c.out_bias = c.qkv_bias;  // OlmoeAttention: o_proj has a bias with attention_bias
+                         c.qk_norm = true;
+                         c.qk_norm_scope = QkNormScope::projection;
+                         if (k.has("clip_qkv")) k.fail("clip_qkv (clamping q, k and v) is not supported");
+                         hf_moe(c, k, k.get_or<bool>({"norm_topk_prob"}, false));
+                     },
+                     ol, {}});
     }
     return f;
 }

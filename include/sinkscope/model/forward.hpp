@@ -7,10 +7,12 @@
 //   parallel:  x' = x + Attn(N₁(x)) + FFN(N₂(x))                         (GPT-NeoX)
 //   Attn(x) = Σ_h gate_h ⊙ softmax(q_h k_gᵀ/√d_h + causal mask) v_g · W_Oᵀ,   g = kv head of h
 //   SwiGLU:  FFN(x) = W_down (silu(W_gate x) ⊙ W_up x);   GELU FFN: W_down gelu(W_up x + b) + b
+//   MoE:     FFN(x) = Σ_{i<k} w_i · SwiGLU_{e_i}(x),   (e_i, w_i) = top-k of softmax(W_router x)  (Mixtral, OLMoE)
 // Every activation named in hooks.hpp is offered to the hooks, which may read or overwrite it.
 #pragma once
 
 #include <Eigen/Core>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,7 +62,74 @@ struct BlockScratch {
     Mat<T> scores, pattern;                       // (H·T, T), only when a hook asks for them
     Mat<T> gate, up, hidden;                      // FFN (T, d_ff)
     Mat<T> parallel_attn;                         // (T, d) the attention output of a parallel block
+    Mat<T> router_logits;                         // MoE (T, E)
+    Mat<T> expert_weights, chosen_experts;        // MoE (T, k)
+    Mat<T> expert_in, expert_out;                 // MoE (T_e, d): one expert's tokens, gathered
+    std::vector<std::int64_t> expert_rows;        // MoE: (token, slot) pairs grouped by expert, t·k + i
+    std::vector<std::int64_t> expert_start;       // MoE (E + 1): expert e owns expert_rows[start[e], start[e + 1])
 };
+
+// A sparse mixture of SwiGLU experts (FfnKind::moe), Mixtral's and OLMoE's MoE block:
+//   logits = xn W_routerᵀ                                        hook_router_logits  (T, E)
+//   (e_i, w_i) = top-k of softmax(logits), renormalised or not   hook_expert_weights (T, k), hook_chosen_experts (T, k)
+//   out_t = Σ_i w_i · W_down,e (act(W_gate,e xn_t) ⊙ W_up,e xn_t)
+// The hooks run in that order and the forward continues with what they leave: rewritten logits change
+// the routing (they run before the top-k), rewritten weights the mixing, rewritten expert indices
+// (integers in [0, E)) the experts. Each expert runs one GEMM over the tokens routed to it; the
+// experts' contributions are added in increasing expert order, as Hugging Face does.
+template <class T>
+void moe_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c,
+                       const std::string& prefix, const HookCaller<T>& hook, BlockScratch<T>& s) {
+    const std::int64_t n = xn.rows(), d = c.d_model, E = c.n_experts, k = c.n_experts_used;
+    static const Vec<T> no_bias;
+    require(std::int64_t(w.experts.size()) == E && w.w_router.rows() == E,
+            "forward: a moe FFN needs W_router and " + std::to_string(E) + " experts", {"", prefix + "mlp.W_router", {}});
+    linear_forward(s.router_logits, xn, w.w_router, no_bias);  // (T, E)
+    hook(prefix + "mlp.hook_router_logits", s.router_logits.data(), {n, E});
+    moe_router_forward(s.expert_weights, s.chosen_experts, s.router_logits, k, c.moe_normalize_topk);  // (T, k) each
+    hook(prefix + "mlp.hook_expert_weights", s.expert_weights.data(), {n, k});
+    hook(prefix + "mlp.hook_chosen_experts", s.chosen_experts.data(), {n, k});
+
+    // Group the (token, slot) pairs by expert: a counting sort over the chosen indices.
+    auto expert_of = [&](std::int64_t t, std::int64_t i) {
+        const T v = s.chosen_experts(t, i);
+        const auto e = std::int64_t(std::llround(double(v)));
+        require(double(e) == double(v) && e >= 0 && e < E,
+                "forward: chosen expert " + std::to_string(double(v)) + " at position " + std::to_string(t) +
+                    " is not an expert index in [0, " + std::to_string(E) + ")",
+                {"", prefix + "mlp.hook_chosen_experts", {}});
+        return e;
+    };
+    s.expert_start.assign(std::size_t(E + 1), 0);
+    for (std::int64_t t = 0; t < n; ++t)
+        for (std::int64_t i = 0; i < k; ++i) ++s.expert_start[std::size_t(expert_of(t, i) + 1)];
+    for (std::int64_t e = 0; e < E; ++e) s.expert_start[std::size_t(e + 1)] += s.expert_start[std::size_t(e)];
+    s.expert_rows.resize(std::size_t(n * k));
+    {
+        std::vector<std::int64_t> next(s.expert_start.begin(), s.expert_start.end() - 1);
+        for (std::int64_t t = 0; t < n; ++t)
+            for (std::int64_t i = 0; i < k; ++i) s.expert_rows[std::size_t(next[std::size_t(expert_of(t, i))]++)] = t * k + i;
+    }
+
+    out.setZero(n, d);
+    for (std::int64_t e = 0; e < E; ++e) {
+        const std::int64_t begin = s.expert_start[std::size_t(e)], m = s.expert_start[std::size_t(e + 1)] - begin;
+        if (m == 0) continue;
+        const ExpertWeights<T>& x = w.experts[std::size_t(e)];
+        s.expert_in.resize(m, d);
+        for (std::int64_t j = 0; j < m; ++j) s.expert_in.row(j) = xn.row(s.expert_rows[std::size_t(begin + j)] / k);
+        linear_forward(s.gate, s.expert_in, x.w_gate, no_bias);  // (T_e, d_ff)
+        linear_forward(s.up, s.expert_in, x.w_up, no_bias);      // (T_e, d_ff)
+        activation_forward(s.hidden, s.gate, c.activation);
+        s.hidden.array() *= s.up.array();                         // w2(silu(w1 x) * w3 x)
+        linear_forward(s.expert_out, s.hidden, x.w_down, no_bias);  // (T_e, d)
+        for (std::int64_t j = 0; j < m; ++j) {
+            const std::int64_t r = s.expert_rows[std::size_t(begin + j)], t = r / k, i = r % k;
+            out.row(t) += s.expert_out.row(j) * s.expert_weights(t, i);
+        }
+    }
+}
+
 
 // Multi-head causal attention of one block. `xn` (T × d) is the block input after its norm; writes
 // the block's output (T × d) to `out`. When a hook asks for the scores or the pattern, they are
@@ -188,6 +257,7 @@ void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
         }
         case FfnKind::linear: linear_forward(out, xn, w.w_down, w.b_down); return;
         case FfnKind::none: out = Mat<T>::Zero(n, c.d_model); return;
+        case FfnKind::moe: moe_block_forward(out, xn, w, c, prefix, hook, s); return;
     }
 }
 

@@ -22,6 +22,14 @@
 //                                                                    pre-activation (GELU FFN)
 //   blocks.{l}.mlp.hook_pre_linear                  [pos, d_mlp]     up projection (SwiGLU only)
 //   blocks.{l}.mlp.hook_post                        [pos, d_mlp]     act(gate)·up (SwiGLU) / act(pre) (GELU)
+//   mixture of experts (FfnKind::moe; Mixtral, OLMoE) instead of hook_pre / _pre_linear / _post:
+//   blocks.{l}.mlp.hook_router_logits               [pos, n_experts]       router logits W_router·x, before the
+//        softmax and the top-k: a hook that rewrites them changes the routing (−inf: never that expert)
+//   blocks.{l}.mlp.hook_expert_weights              [pos, n_experts_used]  the final mixing weights of the chosen
+//        experts (top-k softmax probabilities, renormalised to sum 1 when moe_normalize_topk), most probable first
+//   blocks.{l}.mlp.hook_chosen_experts              [pos, n_experts_used]  the chosen experts' indices as float
+//        values (0, 1, …, exact), in the order of hook_expert_weights; ties go to the lower index. Rewriting
+//        them (to other integers in [0, n_experts)) changes which experts run
 //   blocks.{l}.hook_mlp_out                         [pos, d_model]   what the FFN block adds to the residual
 //   ln_final.hook_normalized                        [pos, d_model]
 //   logits                                          [pos, vocab]
@@ -77,6 +85,8 @@ inline std::vector<std::string> hook_names(const Config& c) {
             if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) n.push_back(b + "mlp.hook_pre");
             if (c.ffn == FfnKind::swiglu) n.push_back(b + "mlp.hook_pre_linear");
             if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) n.push_back(b + "mlp.hook_post");
+            if (c.ffn == FfnKind::moe)
+                for (const char* s : {"hook_router_logits", "hook_expert_weights", "hook_chosen_experts"}) n.push_back(b + "mlp." + s);
             n.push_back(b + "hook_mlp_out");
         }
         n.push_back(b + "hook_resid_post");
@@ -96,7 +106,9 @@ inline std::string hook_name(const std::string& short_name, std::int64_t layer) 
         {"q", "attn.hook_q"}, {"k", "attn.hook_k"}, {"v", "attn.hook_v"}, {"rot_q", "attn.hook_rot_q"},
         {"rot_k", "attn.hook_rot_k"}, {"z", "attn.hook_z"}, {"attn_scores", "attn.hook_attn_scores"},
         {"pattern", "attn.hook_pattern"}, {"gate", "attn.hook_gate"},
-        {"pre", "mlp.hook_pre"}, {"pre_linear", "mlp.hook_pre_linear"}, {"post", "mlp.hook_post"}};
+        {"pre", "mlp.hook_pre"}, {"pre_linear", "mlp.hook_pre_linear"}, {"post", "mlp.hook_post"},
+        {"router_logits", "mlp.hook_router_logits"}, {"expert_weights", "mlp.hook_expert_weights"},
+        {"chosen_experts", "mlp.hook_chosen_experts"}};
     auto it = expand.find(short_name);
     if (it == expand.end()) return short_name;
     return "blocks." + std::to_string(layer) + "." + it->second;

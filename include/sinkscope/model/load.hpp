@@ -135,6 +135,22 @@ inline std::string layer_name(const std::string& pattern, std::int64_t l) {
     const auto at = pattern.find("{l}");
     return at == std::string::npos ? pattern : pattern.substr(0, at) + std::to_string(l) + pattern.substr(at + 3);
 }
+// "{l}" → the layer index, "{e}" → the expert index.
+inline std::string layer_name(const std::string& pattern, std::int64_t l, std::int64_t e) {
+    const std::string n = layer_name(pattern, l);
+    const auto at = n.find("{e}");
+    return at == std::string::npos ? n : n.substr(0, at) + std::to_string(e) + n.substr(at + 3);
+}
+// "a|b|c" → {a, b, c}: the names one tensor may have.
+inline std::vector<std::string> alternatives(const std::string& pattern) {
+    std::vector<std::string> r;
+    for (std::size_t start = 0;;) {
+        const auto bar = pattern.find('|', start);
+        r.push_back(pattern.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+        if (bar == std::string::npos) return r;
+        start = bar + 1;
+    }
+}
 
 // How one format stores a family's tensors (beyond their names).
 struct Layout {
@@ -150,14 +166,24 @@ template <class T>
 Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorNames& names, const Layout& layout,
                         const std::string& where) {
     const std::int64_t d = c.d_model, V = c.vocab_size, q = c.q_dim(), kv = c.kv_dim();
-    auto full = [&](const std::string& pattern, std::int64_t l) { return layout.prefix + layer_name(pattern, l); };
+    // The name of a tensor in the checkpoint: the first of its alternatives that exists (the first if none does).
+    auto full = [&](const std::string& pattern, std::int64_t l, std::int64_t e = -1) {
+        std::string first;
+        for (const std::string& alt : alternatives(pattern)) {
+            const std::string name = layout.prefix + layer_name(alt, l, e);
+            if (first.empty()) first = name;
+            if (s.has(name)) return name;
+        }
+        return first;
+    };
     auto need = [&](const std::string& pattern, const char* what) {
         if (pattern.empty()) throw Error(std::string("this family's checkpoints have no ") + what + " tensor, which the config needs", {where, what, {}});
     };
-    auto matrix = [&](const std::string& pattern, std::int64_t l, std::int64_t rows, std::int64_t cols, const char* what) {
+    auto matrix = [&](const std::string& pattern, std::int64_t l, std::int64_t rows, std::int64_t cols, const char* what,
+                      std::int64_t e = -1) {
         need(pattern, what);
-        if (!layout.conv1d) return read_matrix<T>(s, full(pattern, l), rows, cols);
-        return Mat<T>(read_matrix<T>(s, full(pattern, l), cols, rows).transpose());
+        if (!layout.conv1d) return read_matrix<T>(s, full(pattern, l, e), rows, cols);
+        return Mat<T>(read_matrix<T>(s, full(pattern, l, e), cols, rows).transpose());
     };
     auto vector = [&](const std::string& pattern, std::int64_t l, std::int64_t n, const char* what) {
         need(pattern, what);
@@ -220,6 +246,34 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
             L.w_down = matrix(names.w_down, l, d, c.d_ff, "W_out");
             if (c.mlp_bias) { L.b_up = vector(names.b_up, l, c.d_ff, "b_in"); L.b_down = vector(names.b_down, l, d, "b_out"); }
         }
+        if (c.ffn == FfnKind::moe) {
+            const std::int64_t E = c.n_experts, f = c.d_ff;
+            L.w_router = matrix(names.router, l, E, d, "W_router");
+            L.experts.resize(std::size_t(E));
+            // Per-expert tensors when the checkpoint has them (or the family knows no other layout) …
+            const bool per_expert = !names.expert_gate.empty() &&
+                                    (names.experts_gate_up.empty() || s.has(full(names.expert_gate, l, 0)));
+            if (per_expert) {
+                for (std::int64_t e = 0; e < E; ++e) {
+                    ExpertWeights<T>& x = L.experts[std::size_t(e)];
+                    x.w_gate = matrix(names.expert_gate, l, f, d, "expert W_gate", e);
+                    x.w_up = matrix(names.expert_up, l, f, d, "expert W_in", e);
+                    x.w_down = matrix(names.expert_down, l, d, f, "expert W_out", e);
+                }
+            } else {  // … else every expert in one tensor: (E, 2·d_ff, d) gate|up and (E, d, d_ff)
+                need(names.experts_gate_up, "fused experts' gate/up");
+                need(names.experts_down, "fused experts' down");
+                Mat<T> gate_up(E * 2 * f, d), down(E * d, f);
+                fill_tensor<T>(s, full(names.experts_gate_up, l), {E, 2 * f, d}, gate_up.data());
+                fill_tensor<T>(s, full(names.experts_down, l), {E, d, f}, down.data());
+                for (std::int64_t e = 0; e < E; ++e) {
+                    ExpertWeights<T>& x = L.experts[std::size_t(e)];
+                    x.w_gate = gate_up.middleRows(e * 2 * f, f);
+                    x.w_up = gate_up.middleRows(e * 2 * f + f, f);
+                    x.w_down = down.middleRows(e * d, d);
+                }
+            }
+        }
     }
     if (c.norm_placement != NormPlacement::post) norm(w.final_norm, names.final_norm, names.final_norm_bias, -1, "final norm");
     const std::string head = names.lm_head;  // the output head is never prefixed
@@ -244,6 +298,10 @@ inline Config gguf_config(const io::GgufFile& f) {
                     {f.path(), "", {}});
     }
     const GgufKeys k(md, arch, f.path());
+    // llama.cpp stores Mixtral under general.architecture "llama", its experts as blk.{l}.ffn_*_exps.
+    if (k.get_or<std::int64_t>("expert_count", 0) > 0)
+        k.fail("mixture-of-experts GGUF (" + arch + ".expert_count = " + std::to_string(k.get<std::int64_t>("expert_count")) +
+               ") is not supported; its Hugging Face directory can be loaded");
     Config c;
     c.architecture = fam->name;
     c.n_layers = k.get<std::int64_t>("block_count");

@@ -26,6 +26,12 @@ struct NormWeights {
     Vec<T> alpha;    // (1) DynamicTanh's learnable scalar α; empty otherwise
 };
 
+// One expert of a mixture-of-experts FFN (FfnKind::moe): a SwiGLU FFN, W_down (act(W_gate x) ⊙ W_up x).
+template <class T>
+struct ExpertWeights {
+    Mat<T> w_gate, w_up, w_down;     // (d_ff × d), (d_ff × d), (d × d_ff)
+};
+
 template <class T>
 struct LayerWeights {
     NormWeights<T> attn_norm;        // pre-attention norm (input_layernorm / ln_1)
@@ -41,6 +47,8 @@ struct LayerWeights {
     NormWeights<T> ffn_post_norm;    // sandwich / post placement: norm after the FFN block
     Mat<T> w_gate, w_up, w_down;     // SwiGLU: (d_ff × d), (d_ff × d), (d × d_ff); GELU FFN: up/down; linear: down (d × d)
     Vec<T> b_up, b_down;             // optional FFN biases (GPT-2: c_fc, c_proj)
+    Mat<T> w_router;                 // (E × d) mixture of experts: router logits = x W_routerᵀ
+    std::vector<ExpertWeights<T>> experts;  // E experts (FfnKind::moe); empty otherwise
 };
 
 template <class T>
@@ -85,6 +93,11 @@ void visit_parameters(Weights<T>& w, F&& f) {
         detail::visit_norm(p + "ln2_post", L.ffn_post_norm, visit);
         visit(p + "mlp.W_gate", L.w_gate); visit(p + "mlp.W_in", L.w_up); visit(p + "mlp.W_out", L.w_down);
         visit(p + "mlp.b_in", L.b_up); visit(p + "mlp.b_out", L.b_down);
+        visit(p + "mlp.W_router", L.w_router);
+        for (std::size_t e = 0; e < L.experts.size(); ++e) {
+            const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+            visit(x + "W_gate", L.experts[e].w_gate); visit(x + "W_in", L.experts[e].w_up); visit(x + "W_out", L.experts[e].w_down);
+        }
     }
     detail::visit_norm("ln_final", w.final_norm, visit);
     visit("unembed", w.lm_head);
@@ -124,6 +137,13 @@ Weights<U> cast_weights(const Weights<T>& w) {
         b.ffn_norm = cn(a.ffn_norm); b.ffn_post_norm = cn(a.ffn_post_norm);
         b.w_gate = a.w_gate.template cast<U>(); b.w_up = a.w_up.template cast<U>(); b.w_down = a.w_down.template cast<U>();
         b.b_up = a.b_up.template cast<U>(); b.b_down = a.b_down.template cast<U>();
+        b.w_router = a.w_router.template cast<U>();
+        b.experts.resize(a.experts.size());
+        for (std::size_t e = 0; e < a.experts.size(); ++e) {
+            b.experts[e].w_gate = a.experts[e].w_gate.template cast<U>();
+            b.experts[e].w_up = a.experts[e].w_up.template cast<U>();
+            b.experts[e].w_down = a.experts[e].w_down.template cast<U>();
+        }
     }
     out.final_norm = cn(w.final_norm);
     out.lm_head = w.lm_head.template cast<U>();

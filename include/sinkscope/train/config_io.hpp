@@ -35,7 +35,8 @@ inline nlohmann::json config_to_json(const model::Config& c) {
         {"norm_bias", c.norm_bias}, {"tied_embeddings", c.tied_embeddings}, {"qk_norm_scope", model::to_string(c.qk_norm_scope)},
         {"layer_windows", c.layer_windows}, {"attn_scale", c.attn_scale}, {"attn_softcap", c.attn_softcap},
         {"parallel_residual", c.parallel_residual}, {"rope_base_sliding", c.rope_base_sliding}, {"rotary_dim", c.rotary_dim},
-        {"embed_scale", c.embed_scale}, {"logit_softcap", c.logit_softcap}};
+        {"embed_scale", c.embed_scale}, {"logit_softcap", c.logit_softcap}, {"n_experts", c.n_experts},
+        {"n_experts_used", c.n_experts_used}, {"moe_normalize_topk", c.moe_normalize_topk}};
 }
 
 inline model::Config config_from_json(const nlohmann::json& j) {
@@ -111,6 +112,9 @@ inline model::Config config_from_json(const nlohmann::json& j) {
         else if (k == "rotary_dim") c.rotary_dim = integer();
         else if (k == "embed_scale") c.embed_scale = num();
         else if (k == "logit_softcap") c.logit_softcap = num();
+        else if (k == "n_experts") c.n_experts = integer();
+        else if (k == "n_experts_used") c.n_experts_used = integer();
+        else if (k == "moe_normalize_topk") c.moe_normalize_topk = boolean();
         else throw Error("config: unknown key '" + k + "'");
     }
     return c;

@@ -6,6 +6,7 @@
 //                                                       dyt_alpha0_other for ln2 / ln2_post / ln_final)
 //   QK-norm gains 1; linear biases 0; gate biases 0 (σ(0) = ½); gate matrices N(0, σ²)
 //   KV-bias key/value and the sink-token embedding      N(0, σ²)
+//   mixture of experts: router and each expert's W_gate, W_up N(0, σ²), each expert's W_down N(0, (σ/√(2L))²)
 // Every parameter the Config uses is created, the others are left empty — exactly the set forward()
 // reads and visit_parameters() walks.
 #pragma once
@@ -97,6 +98,15 @@ model::Weights<T> init_weights(const model::Config& c, std::uint64_t seed, InitO
             case FfnKind::linear:
                 L.w_down = mat(c.d_model, c.d_model, sd_out);
                 if (c.mlp_bias) L.b_down = Vec<T>::Zero(c.d_model);
+                break;
+            case FfnKind::moe:
+                L.w_router = mat(c.n_experts, c.d_model, sd);
+                L.experts.resize(std::size_t(c.n_experts));
+                for (auto& e : L.experts) {
+                    e.w_gate = mat(c.d_ff, c.d_model, sd);
+                    e.w_up = mat(c.d_ff, c.d_model, sd);
+                    e.w_down = mat(c.d_model, c.d_ff, sd_out);
+                }
                 break;
             case FfnKind::none: break;
         }
