@@ -390,7 +390,7 @@ int main(int argc, char** argv) {
 
     std::string model_path, text, tokens, hooks, out, text_file, json_out, tokens_file, shard;
     std::uint64_t seed = 1;
-    bool bos = false, no_bos = false, list_hooks = false;
+    bool bos = false, no_bos = false, list_hooks = false, describe_hooks = false;
     std::int64_t seq_len = 64, samples = 0;
     double eps = 0.3;
 
@@ -406,6 +406,7 @@ int main(int argc, char** argv) {
     capture->add_option("--hooks", hooks, "hook names, comma-separated (TransformerLens names)");
     capture->add_option("--out", out, "output directory");
     capture->add_flag("--list-hooks", list_hooks, "print the hook names of this model and exit");
+    capture->add_flag("--describe", describe_hooks, "with --list-hooks: one row per hook kind, with its shape and meaning");
 
     auto* stats = app.add_subcommand("stats", "per-layer massive-activation and attention-sink summary");
     stats->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
@@ -436,7 +437,16 @@ int main(int argc, char** argv) {
         if (*info) return cmd_info(model_path);
         if (*capture) {
             if (list_hooks) {
-                for (const auto& n : model::hook_names(train::load_for_analysis<float>(model_path).config)) std::cout << n << "\n";
+                const auto config = train::load_for_analysis<float>(model_path).config;
+                if (!describe_hooks) {
+                    for (const auto& n : model::hook_names(config)) std::cout << n << "\n";
+                    return 0;
+                }
+                // The hook table's rows this model has: name (block rows as blocks.{l}.…), shape, meaning.
+                for (const auto& s : model::hook_table())
+                    if (s.present(config))
+                        std::cout << (s.stage == model::HookStage::block ? "blocks.{l}." : "") << s.name << "\t" << s.shape
+                                  << "\t" << s.meaning << "\n";
                 return 0;
             }
             if (text.empty() && tokens.empty()) throw Error("capture: give --text or --tokens");

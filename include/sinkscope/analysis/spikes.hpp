@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/model/hook_table.hpp"
 
 namespace sinkscope::analysis {
 
@@ -76,9 +77,9 @@ inline SubBlock sub_block(std::int64_t index, std::int64_t n_layers) {
     s.index = index;
     s.layer = (index - 1) / 2;
     s.attention = index % 2 == 1;
-    const std::string p = "blocks." + std::to_string(s.layer) + ".";
-    s.output_hook = p + (s.attention ? "hook_attn_out" : "hook_mlp_out");
-    s.state_hook = p + (s.attention ? "hook_resid_mid" : "hook_resid_post");
+    const model::BlockNames names(s.layer);
+    s.output_hook = names[s.attention ? model::HookId::attn_out : model::HookId::mlp_out];
+    s.state_hook = names[s.attention ? model::HookId::resid_mid : model::HookId::resid_post];
     return s;
 }
 
@@ -89,7 +90,7 @@ inline std::vector<SubBlock> sub_blocks(std::int64_t n_layers) {
 }
 
 // The state before any sub-block, H_0.
-inline std::string initial_state_hook() { return "blocks.0.hook_resid_pre"; }
+inline std::string initial_state_hook() { return model::BlockNames(0)[model::HookId::resid_pre]; }
 
 struct StepClassification {
     std::vector<std::int64_t> step_up;    // 1-based sub-block indices, ascending

@@ -33,6 +33,7 @@
 #include "sinkscope/cuda/rope.cuh"
 #include "sinkscope/cuda/weights.cuh"
 #include "sinkscope/model/config.hpp"
+#include "sinkscope/model/block_wiring.hpp"
 #include "sinkscope/model/forward.hpp"
 #include "sinkscope/model/hooks.hpp"
 
@@ -139,7 +140,7 @@ struct Pass {
 
     std::int64_t rows() const { return B * n; }
 
-    void attention(float* out, const float* xn, const DeviceLayer& W, std::int64_t l, const std::string& p, LayerActivations& A) {
+    void attention(float* out, const float* xn, const DeviceLayer& W, std::int64_t l, const model::BlockNames& names, LayerActivations& A) {
         const std::int64_t R = rows(), d = c.d_model, H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim;
         A.q.resize(std::size_t(R * H * dh));
         A.k.resize(std::size_t(R * G * dh));
@@ -151,19 +152,19 @@ struct Pass {
             head_rmsnorm_forward(ctx, A.q.data(), W.q_norm.data, R, H, dh, c.norm_eps);
             head_rmsnorm_forward(ctx, A.k.data(), W.k_norm.data, R, G, dh, c.norm_eps);
         }
-        hook(p + "attn.hook_q", A.q.data(), {n, H, dh});
-        hook(p + "attn.hook_k", A.k.data(), {n, G, dh});
-        hook(p + "attn.hook_v", A.v.data(), {n, G, dh});
+        hook(names[model::HookId::q], A.q.data(), {n, H, dh});
+        hook(names[model::HookId::k], A.k.data(), {n, G, dh});
+        hook(names[model::HookId::v], A.v.data(), {n, G, dh});
         if (c.positions == model::PositionKind::rope) {
             ws.rope.ensure(ctx, n, dh, c.rope_base);
             rope_forward(ctx, A.q.data(), ws.rope, R, n, H, dh, c.rope_layout);
             rope_forward(ctx, A.k.data(), ws.rope, R, n, G, dh, c.rope_layout);
-            hook(p + "attn.hook_rot_q", A.q.data(), {n, H, dh});
-            hook(p + "attn.hook_rot_k", A.k.data(), {n, G, dh});
+            hook(names[model::HookId::rot_q], A.q.data(), {n, H, dh});
+            hook(names[model::HookId::rot_k], A.k.data(), {n, G, dh});
         }
 
-        const bool want_scores = hook.wants(p + "attn.hook_attn_scores");
-        const bool want_pattern = hook.wants(p + "attn.hook_pattern");
+        const bool want_scores = hook.wants(names[model::HookId::attn_scores]);
+        const bool want_pattern = hook.wants(names[model::HookId::pattern]);
         const bool materialise = want_scores || want_pattern || training;
         AttentionArgs a;
         a.q = A.q.data(); a.k = A.k.data(); a.v = A.v.data();
@@ -180,11 +181,11 @@ struct Pass {
         attention_forward(ctx, a);
 
         bool recompute = false;
-        if (want_scores && hook(p + "attn.hook_attn_scores", ws.scores.data(), {H, n, n})) {
+        if (want_scores && hook(names[model::HookId::attn_scores], ws.scores.data(), {H, n, n})) {
             softmax_rows(ctx, A.pattern.data(), ws.scores.data(), a.slot != Slot::none ? A.slot.data() : nullptr, B * H * n, n);
             recompute = true;
         }
-        if (want_pattern && hook(p + "attn.hook_pattern", A.pattern.data(), {H, n, n})) recompute = true;
+        if (want_pattern && hook(names[model::HookId::pattern], A.pattern.data(), {H, n, n})) recompute = true;
         if (recompute) attention_apply_pattern(ctx, a, ws.ptrs);
         if (recv && (want_scores || want_pattern)) attention_received(ctx, recv, received->stride(), A.pattern.data(), B, H, n);
 
@@ -196,14 +197,14 @@ struct Pass {
             if (conditional) linear_forward(ctx, A.gate.data(), xn, W.w_attn_gate.data, W.b_attn_gate.ptr(), R, d, gn);
             else broadcast_rows(ctx, A.gate.data(), W.b_attn_gate.data, R, gn);
             sigmoid_inplace(ctx, A.gate.data(), R * gn);
-            hook(p + "attn.hook_gate", A.gate.data(), {n, gn});
+            hook(names[model::HookId::gate], A.gate.data(), {n, gn});
             apply_gate(ctx, A.z.data(), A.gate.data(), R, H, dh, per_head);
         }
-        hook(p + "attn.hook_z", A.z.data(), {n, H, dh});
+        hook(names[model::HookId::z], A.z.data(), {n, H, dh});
         linear_forward(ctx, out, A.z.data(), W.wo.data, W.bo.ptr(), R, H * dh, d);
     }
 
-    void ffn(float* out, const float* xn, const DeviceLayer& W, const std::string& p, LayerActivations& A) {
+    void ffn(float* out, const float* xn, const DeviceLayer& W, const model::BlockNames& names, LayerActivations& A) {
         const std::int64_t R = rows(), d = c.d_model, f = c.d_ff;
         switch (c.ffn) {
             case model::FfnKind::swiglu:
@@ -212,23 +213,24 @@ struct Pass {
                 A.post.resize(std::size_t(R * f));
                 linear_forward(ctx, A.pre.data(), xn, W.w_gate.data, nullptr, R, d, f);
                 linear_forward(ctx, A.pre_linear.data(), xn, W.w_up.data, W.b_up.ptr(), R, d, f);
-                hook(p + "mlp.hook_pre", A.pre.data(), {n, f});
-                hook(p + "mlp.hook_pre_linear", A.pre_linear.data(), {n, f});
+                hook(names[model::HookId::mlp_pre], A.pre.data(), {n, f});
+                hook(names[model::HookId::mlp_pre_linear], A.pre_linear.data(), {n, f});
                 swiglu_forward(ctx, A.post.data(), A.pre.data(), A.pre_linear.data(), c.activation, R * f);  // w2(silu(w1 x) * w3 x)
-                hook(p + "mlp.hook_post", A.post.data(), {n, f});
+                hook(names[model::HookId::mlp_post], A.post.data(), {n, f});
                 linear_forward(ctx, out, A.post.data(), W.w_down.data, W.b_down.ptr(), R, f, d);
                 return;
             case model::FfnKind::gelu:
                 A.pre.resize(std::size_t(R * f));
                 A.post.resize(std::size_t(R * f));
                 linear_forward(ctx, A.pre.data(), xn, W.w_up.data, W.b_up.ptr(), R, d, f);
-                hook(p + "mlp.hook_pre", A.pre.data(), {n, f});
+                hook(names[model::HookId::mlp_pre], A.pre.data(), {n, f});
                 activation_forward(ctx, A.post.data(), A.pre.data(), c.activation, R * f);
-                hook(p + "mlp.hook_post", A.post.data(), {n, f});
+                hook(names[model::HookId::mlp_post], A.post.data(), {n, f});
                 linear_forward(ctx, out, A.post.data(), W.w_down.data, W.b_down.ptr(), R, f, d);
                 return;
             case model::FfnKind::linear: linear_forward(ctx, out, xn, W.w_down.data, W.b_down.ptr(), R, d, d); return;
             case model::FfnKind::none: SINKSCOPE_CUDA_CHECK(cudaMemsetAsync(out, 0, std::size_t(R * d) * sizeof(float), ctx.stream())); return;
+            case model::FfnKind::moe: throw Error("cuda::forward does not implement ffn = moe");  // refused before the pass too
         }
     }
 
@@ -240,64 +242,58 @@ struct Pass {
         return ws.masked.data();
     }
 
+    // The device side of model/block_wiring.hpp: its buffers are the workspace's device buffers, the
+    // pre-norm outputs are the layer's (the trainer keeps them), and the trainer's residual copies are
+    // taken at the resid_pre and resid_mid points.
+    struct BlockOps {
+        Pass& pass;
+        const DeviceLayer& W;
+        LayerActivations& A;
+        std::int64_t l;
+        const model::BlockNames& names;
+
+        DeviceBuffer<float>& buffer(model::Buf b) {
+            const std::size_t size = std::size_t(pass.rows() * pass.c.d_model);
+            switch (b) {
+                case model::Buf::x: return pass.ws.x;
+                case model::Buf::xn_attn: A.xn1.resize(size); return A.xn1;
+                case model::Buf::xn_ffn: A.xn2.resize(size); return A.xn2;
+                case model::Buf::out: return pass.ws.out;
+                case model::Buf::side: return pass.ws.tmp;
+            }
+            return pass.ws.x;
+        }
+        float* at(model::Buf b) { return buffer(b).data(); }
+        std::int64_t size() const { return pass.rows() * pass.c.d_model; }
+        void norm(model::NormSlot slot, model::Sublayer sub, model::Buf dst, model::Buf src) {
+            const bool attn = sub == model::Sublayer::attention;
+            const model::Config& c = pass.c;
+            if (slot == model::NormSlot::first)
+                norm_forward(pass.ctx, at(dst), pass.norm_input(at(src)), (attn ? W.attn_norm : W.ffn_norm).params(), c.norm,
+                             c.norm_eps, pass.rows(), c.d_model);
+            else
+                norm_forward(pass.ctx, at(dst), at(src), (attn ? W.attn_post_norm : W.ffn_post_norm).params(), c.norm, c.norm_eps,
+                             pass.rows(), c.d_model);
+        }
+        void run(model::Sublayer sub, model::Buf dst, model::Buf src) {
+            if (sub == model::Sublayer::attention) pass.attention(at(dst), at(src), W, l, names, A);
+            else pass.ffn(at(dst), at(src), W, names, A);
+        }
+        void add(model::Buf dst, model::Buf src) { cuda::add(pass.ctx, at(dst), at(src), size()); }
+        void copy(model::Buf dst, model::Buf src) { copy_device(at(dst), at(src), std::size_t(size()), pass.ctx.stream()); }
+        void swap(model::Buf a, model::Buf b) { buffer(a).swap(buffer(b)); }
+        void hook(model::HookId point, const std::string& name, model::Buf b) {
+            pass.hook(name, at(b), {pass.n, pass.c.d_model});
+            if (!pass.training) return;
+            if (point == model::HookId::resid_pre) { A.resid_pre.resize(std::size_t(size())); copy_device(A.resid_pre.data(), at(b), std::size_t(size()), pass.ctx.stream()); }
+            if (point == model::HookId::resid_mid) { A.resid_mid.resize(std::size_t(size())); copy_device(A.resid_mid.data(), at(b), std::size_t(size()), pass.ctx.stream()); }
+        }
+    };
+
     void block(std::int64_t l) {
-        const std::int64_t R = rows(), d = c.d_model;
-        const DeviceLayer& W = w.layers[std::size_t(l)];
-        LayerActivations& A = ws.layers[training ? std::size_t(l) : 0];
-        const std::string p = "blocks." + std::to_string(l) + ".";
-        const bool post = c.norm_placement == model::NormPlacement::post;
-        const bool sandwich = c.norm_placement == model::NormPlacement::sandwich;
-        float* x = ws.x.data();
-        float* out = ws.out.data();
-        hook(p + "hook_resid_pre", x, {n, d});
-        if (training) { A.resid_pre.resize(std::size_t(R * d)); copy_device(A.resid_pre.data(), x, std::size_t(R * d), ctx.stream()); }
-
-        if (post) {
-            attention(out, x, W, l, p, A);
-            hook(p + "hook_attn_out", out, {n, d});
-            add(ctx, x, out, R * d);
-            norm_forward(ctx, ws.xn.data(), x, W.attn_norm.params(), c.norm, c.norm_eps, R, d);
-            copy_device(x, ws.xn.data(), std::size_t(R * d), ctx.stream());
-            hook(p + "ln1.hook_normalized", x, {n, d});
-        } else {
-            A.xn1.resize(std::size_t(R * d));
-            norm_forward(ctx, A.xn1.data(), norm_input(x), W.attn_norm.params(), c.norm, c.norm_eps, R, d);
-            hook(p + "ln1.hook_normalized", A.xn1.data(), {n, d});
-            attention(out, A.xn1.data(), W, l, p, A);
-            if (sandwich) {
-                norm_forward(ctx, ws.tmp.data(), out, W.attn_post_norm.params(), c.norm, c.norm_eps, R, d);
-                ws.out.swap(ws.tmp);
-                out = ws.out.data();
-            }
-            hook(p + "hook_attn_out", out, {n, d});
-            add(ctx, x, out, R * d);
-        }
-        hook(p + "hook_resid_mid", x, {n, d});
-        if (training) { A.resid_mid.resize(std::size_t(R * d)); copy_device(A.resid_mid.data(), x, std::size_t(R * d), ctx.stream()); }
-
-        if (c.ffn != model::FfnKind::none) {
-            if (post) {
-                ffn(out, x, W, p, A);
-                hook(p + "hook_mlp_out", out, {n, d});
-                add(ctx, x, out, R * d);
-                norm_forward(ctx, ws.xn.data(), x, W.ffn_norm.params(), c.norm, c.norm_eps, R, d);
-                copy_device(x, ws.xn.data(), std::size_t(R * d), ctx.stream());
-                hook(p + "ln2.hook_normalized", x, {n, d});
-            } else {
-                A.xn2.resize(std::size_t(R * d));
-                norm_forward(ctx, A.xn2.data(), norm_input(x), W.ffn_norm.params(), c.norm, c.norm_eps, R, d);
-                hook(p + "ln2.hook_normalized", A.xn2.data(), {n, d});
-                ffn(out, A.xn2.data(), W, p, A);
-                if (sandwich) {
-                    norm_forward(ctx, ws.tmp.data(), out, W.ffn_post_norm.params(), c.norm, c.norm_eps, R, d);
-                    ws.out.swap(ws.tmp);
-                    out = ws.out.data();
-                }
-                hook(p + "hook_mlp_out", out, {n, d});
-                add(ctx, x, out, R * d);
-            }
-        }
-        hook(p + "hook_resid_post", x, {n, d});
+        const model::BlockNames names(l);
+        BlockOps ops{*this, w.layers[std::size_t(l)], ws.layers[training ? std::size_t(l) : 0], l, names};
+        model::wire_block(ops, c, names);
     }
 };
 
@@ -347,12 +343,12 @@ inline bool run_forward(const Context& ctx, Workspace& ws, const model::Config& 
     Pass pass{ctx, ws, c, w, DeviceHooks{hooks, &ctx, &ws}, B, n, training, o.received};
 
     embedding_forward(ctx, ws.x.data(), w.tok_embed.data, ws.tokens.data(), sink ? w.sink_embed.data : nullptr, B, n, d);
-    pass.hook("hook_embed", ws.x.data(), {n, d});
+    pass.hook(model::hook_spec(model::HookId::embed).name, ws.x.data(), {n, d});
     if (c.positions == model::PositionKind::learned) {
-        if (pass.hook.wants("hook_pos_embed")) {
+        if (pass.hook.wants(model::hook_spec(model::HookId::pos_embed).name)) {
             // the hook sees (and may change) a copy of the first n rows of the position table
             copy_device(ws.tmp.data(), w.pos_embed.data, std::size_t(n * d), ctx.stream());
-            pass.hook("hook_pos_embed", ws.tmp.data(), {n, d});
+            pass.hook(model::hook_spec(model::HookId::pos_embed).name, ws.tmp.data(), {n, d});
             add_positions(ctx, ws.x.data(), ws.tmp.data(), B, n, d);
         } else {
             add_positions(ctx, ws.x.data(), w.pos_embed.data, B, n, d);
@@ -367,7 +363,7 @@ inline bool run_forward(const Context& ctx, Workspace& ws, const model::Config& 
     if (c.norm_placement != model::NormPlacement::post) {
         ws.xf.resize(std::size_t(R * d));
         norm_forward(ctx, ws.xf.data(), ws.x.data(), w.final_norm.params(), c.norm, c.norm_eps, R, d);
-        pass.hook("ln_final.hook_normalized", ws.xf.data(), {n, d});
+        pass.hook(model::hook_spec(model::HookId::ln_final).name, ws.xf.data(), {n, d});
         fin = ws.xf.data();
     }
     if (sink) {
@@ -377,7 +373,7 @@ inline bool run_forward(const Context& ctx, Workspace& ws, const model::Config& 
     }
     ws.logits.resize(std::size_t(B * T * c.vocab_size));
     linear_forward(ctx, ws.logits.data(), fin, w.output_head().data, nullptr, B * T, d, c.vocab_size);  // (T, vocab)
-    pass.hook("logits", ws.logits.data(), {T, c.vocab_size});
+    pass.hook(model::hook_spec(model::HookId::logits).name, ws.logits.data(), {T, c.vocab_size});
     return true;
 }
 

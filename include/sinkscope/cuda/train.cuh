@@ -189,6 +189,7 @@ private:
                 linear_backward(ctx_, dinp, G.w_down.data, G.b_down.ptr(), dout, xn, W.w_down.data, R, d, d);
                 return;
             case model::FfnKind::none: return;
+            case model::FfnKind::moe: throw Error("cuda training does not implement ffn = moe");  // refused at construction too
         }
     }
 

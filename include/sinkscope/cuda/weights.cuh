@@ -196,6 +196,7 @@ inline void check_weights(const model::Config& c, const model::Weights<float>& w
                 detail::expect(L.b_down, d, 1, p + "mlp.b_out", false);
                 break;
             case FfnKind::none: break;
+            case FfnKind::moe: throw Error("cuda: ffn = moe has no device weights (the CUDA backend does not implement it)");
         }
     }
     norm(w.final_norm, "ln_final", c.norm_placement != NormPlacement::post);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/model/block_wiring.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/hooks.hpp"
 #include "sinkscope/model/layers.hpp"
@@ -61,7 +62,6 @@ struct BlockScratch {
     Mat<T> q, k, v, z, slot_scores;               // attention; slot_scores (H, T)
     Mat<T> scores, pattern;                       // (H·T, T), only when a hook asks for them
     Mat<T> gate, up, hidden;                      // FFN (T, d_ff)
-    Mat<T> parallel_attn;                         // (T, d) the attention output of a parallel block
     Mat<T> router_logits;                         // MoE (T, E)
     Mat<T> expert_weights, chosen_experts;        // MoE (T, k)
     Mat<T> expert_in, expert_out;                 // MoE (T_e, d): one expert's tokens, gathered
@@ -79,16 +79,16 @@ struct BlockScratch {
 // experts' contributions are added in increasing expert order, as Hugging Face does.
 template <class T>
 void moe_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c,
-                       const std::string& prefix, const HookCaller<T>& hook, BlockScratch<T>& s) {
+                       const BlockNames& names, const HookCaller<T>& hook, BlockScratch<T>& s) {
     const std::int64_t n = xn.rows(), d = c.d_model, E = c.n_experts, k = c.n_experts_used;
     static const Vec<T> no_bias;
     require(std::int64_t(w.experts.size()) == E && w.w_router.rows() == E,
-            "forward: a moe FFN needs W_router and " + std::to_string(E) + " experts", {"", prefix + "mlp.W_router", {}});
+            "forward: a moe FFN needs W_router and " + std::to_string(E) + " experts", {"", names.prefix + "mlp.W_router", {}});
     linear_forward(s.router_logits, xn, w.w_router, no_bias);  // (T, E)
-    hook(prefix + "mlp.hook_router_logits", s.router_logits.data(), {n, E});
+    hook(names[HookId::router_logits], s.router_logits.data(), {n, E});
     moe_router_forward(s.expert_weights, s.chosen_experts, s.router_logits, k, c.moe_normalize_topk);  // (T, k) each
-    hook(prefix + "mlp.hook_expert_weights", s.expert_weights.data(), {n, k});
-    hook(prefix + "mlp.hook_chosen_experts", s.chosen_experts.data(), {n, k});
+    hook(names[HookId::expert_weights], s.expert_weights.data(), {n, k});
+    hook(names[HookId::chosen_experts], s.chosen_experts.data(), {n, k});
 
     // Group the (token, slot) pairs by expert: a counting sort over the chosen indices.
     auto expert_of = [&](std::int64_t t, std::int64_t i) {
@@ -97,7 +97,7 @@ void moe_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
         require(double(e) == double(v) && e >= 0 && e < E,
                 "forward: chosen expert " + std::to_string(double(v)) + " at position " + std::to_string(t) +
                     " is not an expert index in [0, " + std::to_string(E) + ")",
-                {"", prefix + "mlp.hook_chosen_experts", {}});
+                {"", names[HookId::chosen_experts], {}});
         return e;
     };
     s.expert_start.assign(std::size_t(E + 1), 0);
@@ -130,14 +130,13 @@ void moe_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
     }
 }
 
-
 // Multi-head causal attention of one block. `xn` (T × d) is the block input after its norm; writes
 // the block's output (T × d) to `out`. When a hook asks for the scores or the pattern, they are
 // materialised as (H·T × T) and the hooks may rewrite them; otherwise causal_attention_forward computes
 // the same z without them, skipping the masked half.
 template <class T>
 void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c, std::int64_t layer,
-                             const std::string& prefix, const HookCaller<T>& hook, BlockScratch<T>& s) {
+                             const BlockNames& names, const HookCaller<T>& hook, BlockScratch<T>& s) {
     const std::int64_t n = xn.rows(), H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
     const ScoreRule rule = ScoreRule::of_layer(c, layer);
     Mat<T>& q = s.q;
@@ -153,14 +152,14 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
         head_rmsnorm_forward(q, w.q_norm, 1, H * dh, c.norm_eps);
         head_rmsnorm_forward(k, w.k_norm, 1, G * dh, c.norm_eps);
     }
-    hook(prefix + "attn.hook_q", q.data(), {n, H, dh});
-    hook(prefix + "attn.hook_k", k.data(), {n, G, dh});
-    hook(prefix + "attn.hook_v", v.data(), {n, G, dh});
+    hook(names[HookId::q], q.data(), {n, H, dh});
+    hook(names[HookId::k], k.data(), {n, G, dh});
+    hook(names[HookId::v], v.data(), {n, G, dh});
     if (c.positions == PositionKind::rope) {
         rope_forward(q, H, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims());
         rope_forward(k, G, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims());
-        hook(prefix + "attn.hook_rot_q", q.data(), {n, H, dh});
-        hook(prefix + "attn.hook_rot_k", k.data(), {n, G, dh});
+        hook(names[HookId::rot_q], q.data(), {n, H, dh});
+        hook(names[HookId::rot_k], k.data(), {n, G, dh});
     }
 
     // Extra softmax slot: off-by-one adds e^0 to the denominator; KV-bias adds a learnable key/value.
@@ -176,7 +175,7 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
 
     Mat<T>& z = s.z;  // (T, H·d_h)
     const bool kv_bias = c.attention == AttentionKind::kv_bias;
-    if (hook.wants(prefix + "attn.hook_attn_scores") || hook.wants(prefix + "attn.hook_pattern")) {
+    if (hook.wants(names[HookId::attn_scores]) || hook.wants(names[HookId::pattern])) {
         Mat<T>& scores = s.scores;    // (H, T, T)
         Mat<T>& pattern = s.pattern;  // (H, T, T)
         scores.resize(H * n, n);
@@ -185,12 +184,12 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
         for (std::int64_t h = 0; h < H; ++h)
             attention_scores_forward<T>(scores.middleRows(h * n, n), q.middleCols(h * dh, dh),
                                         k.middleCols((h / group) * dh, dh), rule);
-        hook(prefix + "attn.hook_attn_scores", scores.data(), {H, n, n});
+        hook(names[HookId::attn_scores], scores.data(), {H, n, n});
 #pragma omp parallel for schedule(static) if (H > 1)
         for (std::int64_t h = 0; h < H; ++h)
             softmax_forward<T>(pattern.middleRows(h * n, n), scores.middleRows(h * n, n),
                                has_slot ? slot_scores.row(h).data() : nullptr);
-        hook(prefix + "attn.hook_pattern", pattern.data(), {H, n, n});
+        hook(names[HookId::pattern], pattern.data(), {H, n, n});
 
         z.resize(n, H * dh);
 #pragma omp parallel for schedule(static) if (H > 1)
@@ -214,20 +213,20 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
         if (conditional) linear_forward(g, xn, w.w_attn_gate, w.b_attn_gate);
         else g = w.b_attn_gate.transpose().replicate(n, 1);
         g = g.unaryExpr([](T s) { return T(1) / (T(1) + std::exp(-s)); });
-        hook(prefix + "attn.hook_gate", g.data(), {n, g.cols()});
+        hook(names[HookId::gate], g.data(), {n, g.cols()});
         for (std::int64_t h = 0; h < H; ++h) {
             if (per_head) z.middleCols(h * dh, dh).array().colwise() *= g.col(h).array();
             else z.middleCols(h * dh, dh).array() *= g.middleCols(h * dh, dh).array();
         }
     }
-    hook(prefix + "attn.hook_z", z.data(), {n, H, dh});
+    hook(names[HookId::z], z.data(), {n, H, dh});
     linear_forward(out, z, w.wo, w.bo);
 }
 
 // The FFN of one block: `xn` (T × d) is its input after its norm; writes its output to `out`.
 template <class T>
 void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c,
-                       const std::string& prefix, const HookCaller<T>& hook, BlockScratch<T>& s) {
+                       const BlockNames& names, const HookCaller<T>& hook, BlockScratch<T>& s) {
     const std::int64_t n = xn.rows();
     static const Vec<T> no_bias;
     switch (c.ffn) {
@@ -237,11 +236,11 @@ void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
             Mat<T>& hidden = s.hidden;
             linear_forward(gate, xn, w.w_gate, no_bias);  // (T, d_ff)
             linear_forward(up, xn, w.w_up, w.b_up);       // (T, d_ff)
-            hook(prefix + "mlp.hook_pre", gate.data(), {n, c.d_ff});
-            hook(prefix + "mlp.hook_pre_linear", up.data(), {n, c.d_ff});
+            hook(names[HookId::mlp_pre], gate.data(), {n, c.d_ff});
+            hook(names[HookId::mlp_pre_linear], up.data(), {n, c.d_ff});
             activation_forward(hidden, gate, c.activation);
             hidden.array() *= up.array();  // w2(silu(w1 x) * w3 x)
-            hook(prefix + "mlp.hook_post", hidden.data(), {n, c.d_ff});
+            hook(names[HookId::mlp_post], hidden.data(), {n, c.d_ff});
             linear_forward(out, hidden, w.w_down, w.b_down);
             return;
         }
@@ -249,15 +248,15 @@ void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
             Mat<T>& pre = s.up;
             Mat<T>& hidden = s.hidden;
             linear_forward(pre, xn, w.w_up, w.b_up);
-            hook(prefix + "mlp.hook_pre", pre.data(), {n, c.d_ff});
+            hook(names[HookId::mlp_pre], pre.data(), {n, c.d_ff});
             activation_forward(hidden, pre, c.activation);
-            hook(prefix + "mlp.hook_post", hidden.data(), {n, c.d_ff});
+            hook(names[HookId::mlp_post], hidden.data(), {n, c.d_ff});
             linear_forward(out, hidden, w.w_down, w.b_down);
             return;
         }
         case FfnKind::linear: linear_forward(out, xn, w.w_down, w.b_down); return;
         case FfnKind::none: out = Mat<T>::Zero(n, c.d_model); return;
-        case FfnKind::moe: moe_block_forward(out, xn, w, c, prefix, hook, s); return;
+        case FfnKind::moe: moe_block_forward(out, xn, w, c, names, hook, s); return;
     }
 }
 
@@ -271,67 +270,48 @@ const Mat<T>& force_sink_input(const Mat<T>& x, const Config& c, Mat<T>& buffer)
     return buffer;
 }
 
-// One residual sub-layer (attention or FFN) in place on x (T × d), in the configured norm placement:
-//   pre-norm: x += F(N(x));   sandwich: x += Nᵖ(F(N(x)));   post-norm: x = N(x + F(x));   output: x += Nᵖ(F(x)).
-// `sublayer(out, input)` computes F; `norm_hook` names N's output, `out_hook` what is added to x.
-template <class T, class Sublayer>
-void residual_sublayer(Mat<T>& x, const NormWeights<T>& norm, const NormWeights<T>& post_norm, const Config& c,
-                       const std::string& norm_hook, const std::string& out_hook, const HookCaller<T>& hook,
-                       BlockScratch<T>& s, Sublayer&& sublayer) {
-    const std::int64_t n = x.rows(), d = c.d_model;
-    if (c.norm_placement == NormPlacement::post) {
-        sublayer(s.out, x);
-        hook(out_hook, s.out.data(), {n, d});
-        x += s.out;
-        norm_forward(s.xn, x, norm, c.norm, c.norm_eps);
-        x = s.xn;
-        hook(norm_hook, x.data(), {n, d});
-        return;
+// The CPU side of block_wiring.hpp: its buffers are the block's scratch matrices.
+template <class T>
+struct CpuBlockOps {
+    Mat<T>& x;
+    const LayerWeights<T>& w;
+    const Config& c;
+    std::int64_t layer;
+    const BlockNames& names;
+    const HookCaller<T>& hooks;
+    BlockScratch<T>& s;
+
+    Mat<T>& at(Buf b) {
+        switch (b) {
+            case Buf::x: return x;
+            case Buf::xn_attn: case Buf::xn_ffn: return s.xn;  // one at a time on the CPU
+            case Buf::out: return s.out;
+            case Buf::side: return s.post_norm;
+        }
+        return x;
     }
-    if (c.norm_placement == NormPlacement::output) {
-        sublayer(s.out, x);
-    } else {
-        norm_forward(s.xn, force_sink_input(x, c, s.masked), norm, c.norm, c.norm_eps);
-        hook(norm_hook, s.xn.data(), {n, d});
-        sublayer(s.out, s.xn);
+    void norm(NormSlot slot, Sublayer sub, Buf dst, Buf src) {
+        const bool attn = sub == Sublayer::attention;
+        if (slot == NormSlot::first) norm_forward(at(dst), force_sink_input(at(src), c, s.masked), attn ? w.attn_norm : w.ffn_norm, c.norm, c.norm_eps);
+        else norm_forward(at(dst), at(src), attn ? w.attn_post_norm : w.ffn_post_norm, c.norm, c.norm_eps);
     }
-    if (c.has_post_norm()) {
-        norm_forward(s.post_norm, s.out, post_norm, c.norm, c.norm_eps);
-        s.out.swap(s.post_norm);
+    void run(Sublayer sub, Buf dst, Buf src) {
+        if (sub == Sublayer::attention) attention_block_forward(at(dst), at(src), w, c, layer, names, hooks, s);
+        else ffn_block_forward(at(dst), at(src), w, c, names, hooks, s);
     }
-    hook(out_hook, s.out.data(), {n, d});
-    x += s.out;
-}
+    void add(Buf dst, Buf src) { at(dst) += at(src); }
+    void copy(Buf dst, Buf src) { at(dst) = at(src); }
+    void swap(Buf a, Buf b) { at(a).swap(at(b)); }
+    void hook(HookId, const std::string& name, Buf b) { hooks(name, at(b).data(), {at(b).rows(), at(b).cols()}); }
+};
 
 // One transformer block, in place on the residual stream x (T × d).
 template <class T>
 void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::int64_t layer, const HookCaller<T>& hook,
                    BlockScratch<T>& s) {
-    const std::int64_t n = x.rows(), d = c.d_model;
-    const std::string p = "blocks." + std::to_string(layer) + ".";
-    hook(p + "hook_resid_pre", x.data(), {n, d});
-    if (c.parallel_residual) {  // x' = x + Attn(N₁(x)) + FFN(N₂(x)): both read the block's input
-        norm_forward(s.xn, force_sink_input(x, c, s.masked), w.attn_norm, c.norm, c.norm_eps);
-        hook(p + "ln1.hook_normalized", s.xn.data(), {n, d});
-        Mat<T>& attn_out = s.parallel_attn;
-        attention_block_forward(attn_out, s.xn, w, c, layer, p, hook, s);
-        hook(p + "hook_attn_out", attn_out.data(), {n, d});
-        norm_forward(s.xn, force_sink_input(x, c, s.masked), w.ffn_norm, c.norm, c.norm_eps);
-        hook(p + "ln2.hook_normalized", s.xn.data(), {n, d});
-        ffn_block_forward(s.out, s.xn, w, c, p, hook, s);
-        hook(p + "hook_mlp_out", s.out.data(), {n, d});
-        s.out += attn_out;  // (FFN + Attn) + x, Hugging Face's order of the sum
-        x += s.out;
-        hook(p + "hook_resid_post", x.data(), {n, d});
-        return;
-    }
-    residual_sublayer(x, w.attn_norm, w.attn_post_norm, c, p + "ln1.hook_normalized", p + "hook_attn_out", hook, s,
-                      [&](Mat<T>& out, const Mat<T>& in) { attention_block_forward(out, in, w, c, layer, p, hook, s); });
-    hook(p + "hook_resid_mid", x.data(), {n, d});
-    if (c.ffn != FfnKind::none)
-        residual_sublayer(x, w.ffn_norm, w.ffn_post_norm, c, p + "ln2.hook_normalized", p + "hook_mlp_out", hook, s,
-                          [&](Mat<T>& out, const Mat<T>& in) { ffn_block_forward(out, in, w, c, p, hook, s); });
-    hook(p + "hook_resid_post", x.data(), {n, d});
+    const BlockNames names(layer);
+    CpuBlockOps<T> ops{x, w, c, layer, names, hook, s};
+    wire_block(ops, c, names);
 }
 
 }  // namespace detail
@@ -359,10 +339,10 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
     if (sink) x.row(0) = w.sink_embed.transpose();
     for (std::int64_t t = sink; t < n; ++t) x.row(t) = w.tok_embed.row(tokens[t - sink]);
     if (c.embed_scale != 1) x.bottomRows(n - sink) *= T(c.embed_scale);  // Gemma: √d_model, rounded to T
-    hook("hook_embed", x.data(), {n, d});
+    hook(hook_spec(HookId::embed).name, x.data(), {n, d});
     if (c.positions == PositionKind::learned) {
         Mat<T> pe = w.pos_embed.topRows(n);
-        hook("hook_pos_embed", pe.data(), {n, d});
+        hook(hook_spec(HookId::pos_embed).name, pe.data(), {n, d});
         x += pe;
     }
     const std::int64_t last = options.last_layer < 0 ? c.n_layers - 1 : std::min(options.last_layer, c.n_layers - 1);
@@ -373,7 +353,7 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
     if (c.norm_placement != NormPlacement::post) {
         Mat<T> xn;
         norm_forward(xn, x, w.final_norm, c.norm, c.norm_eps);
-        hook("ln_final.hook_normalized", xn.data(), {n, d});
+        hook(hook_spec(HookId::ln_final).name, xn.data(), {n, d});
         x.swap(xn);
     }
     Mat<T> logits;
@@ -381,7 +361,7 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
     if (sink) { const Mat<T> real = x.bottomRows(n - 1); linear_forward(logits, real, w.output_head(), no_bias); }
     else linear_forward(logits, x, w.output_head(), no_bias);  // (T, vocab)
     if (c.logit_softcap > 0) ScoreRule{0, 0, c.logit_softcap}.cap(logits);  // c·tanh(logits/c) (Gemma 2)
-    hook("logits", logits.data(), {n - sink, c.vocab_size});
+    hook(hook_spec(HookId::logits).name, logits.data(), {n - sink, c.vocab_size});
     return logits;
 }
 

@@ -1,38 +1,7 @@
-// Hook points: every internal activation of the forward pass, named as in TransformerLens.
-//
-// Shapes have no batch dimension (the forward pass runs one sequence):
-//   hook_embed, hook_pos_embed                      [pos, d_model]
-//   blocks.{l}.hook_resid_pre / _mid / _post        [pos, d_model]   residual stream before the block,
-//                                                                    after attention (none in a parallel
-//                                                                    block: GPT-NeoX), after the FFN
-//   blocks.{l}.ln1.hook_normalized                  [pos, d_model]   output of the attention-block norm
-//   blocks.{l}.ln2.hook_normalized                  [pos, d_model]   output of the FFN-block norm
-//        (none with output placement, OLMo-2: its norms act on what the sub-layers add, hook_*_out)
-//        (the same meaning for RMSNorm, LayerNorm and DynamicTanh: the norm's output, gain included)
-//   blocks.{l}.attn.hook_q                          [pos, head, d_head]     after bias and QK-norm, before RoPE
-//   blocks.{l}.attn.hook_k / hook_v                 [pos, kv_head, d_head]  (grouped-query: kv heads)
-//   blocks.{l}.attn.hook_rot_q / hook_rot_k         [pos, (kv_)head, d_head] after RoPE (RoPE models only)
-//   blocks.{l}.attn.hook_attn_scores                [head, query_pos, key_pos]  q·k/√d_h, -inf where masked
-//   blocks.{l}.attn.hook_pattern                    [head, query_pos, key_pos]  attention weights over the real
-//        tokens (for softmax-off-by-one and KV-bias attention a row sums to < 1: the rest went to the sink slot)
-//   blocks.{l}.attn.hook_gate                       [pos, head] or [pos, head·d_head]  sigmoid output gate
-//   blocks.{l}.attn.hook_z                          [pos, head, d_head]     pattern·V, gated, before W_O
-//   blocks.{l}.hook_attn_out                        [pos, d_model]   what the attention block adds to the residual
-//   blocks.{l}.mlp.hook_pre                         [pos, d_mlp]     gate pre-activation (SwiGLU) / hidden
-//                                                                    pre-activation (GELU FFN)
-//   blocks.{l}.mlp.hook_pre_linear                  [pos, d_mlp]     up projection (SwiGLU only)
-//   blocks.{l}.mlp.hook_post                        [pos, d_mlp]     act(gate)·up (SwiGLU) / act(pre) (GELU)
-//   mixture of experts (FfnKind::moe; Mixtral, OLMoE) instead of hook_pre / _pre_linear / _post:
-//   blocks.{l}.mlp.hook_router_logits               [pos, n_experts]       router logits W_router·x, before the
-//        softmax and the top-k: a hook that rewrites them changes the routing (−inf: never that expert)
-//   blocks.{l}.mlp.hook_expert_weights              [pos, n_experts_used]  the final mixing weights of the chosen
-//        experts (top-k softmax probabilities, renormalised to sum 1 when moe_normalize_topk), most probable first
-//   blocks.{l}.mlp.hook_chosen_experts              [pos, n_experts_used]  the chosen experts' indices as float
-//        values (0, 1, …, exact), in the order of hook_expert_weights; ties go to the lower index. Rewriting
-//        them (to other integers in [0, n_experts)) changes which experts run
-//   blocks.{l}.hook_mlp_out                         [pos, d_model]   what the FFN block adds to the residual
-//   ln_final.hook_normalized                        [pos, d_model]
-//   logits                                          [pos, vocab]
+// Hook points: every internal activation of the forward pass, named as in TransformerLens. The names,
+// shapes, the configs that have them and their meanings are one table, model/hook_table.hpp
+// (`sinkscope capture MODEL --list-hooks --describe` prints it for a model). Shapes have no batch
+// dimension: the forward pass runs one sequence.
 //
 // A hook is a function that sees (and may change) the activation in place; the forward pass then
 // continues with what the hook left there. Capture, interventions and streaming reducers are all hooks.
@@ -51,6 +20,7 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/model/config.hpp"
+#include "sinkscope/model/hook_table.hpp"
 
 namespace sinkscope::model {
 
@@ -64,54 +34,36 @@ struct ActivationRef {
     }
 };
 
-// The hook names a model with this config exposes, in the order the forward pass reaches them.
+// The hook names a model with this config exposes, in the order the forward pass reaches them: the
+// hook table's rows that the config has, the block rows once per layer.
 inline std::vector<std::string> hook_names(const Config& c) {
-    std::vector<std::string> n{"hook_embed"};
-    if (c.positions == PositionKind::learned) n.push_back("hook_pos_embed");
+    std::vector<std::string> n;
+    for (const auto& s : hook_table())
+        if (s.stage == HookStage::input && s.present(c)) n.push_back(s.name);
+    // Post-norm normalises after the sum: its ln1 / ln2 rows come right after hook_attn_out / hook_mlp_out.
+    const bool post = c.norm_placement == NormPlacement::post;
     for (std::int64_t l = 0; l < c.n_layers; ++l) {
-        const std::string b = "blocks." + std::to_string(l) + ".";
-        n.push_back(b + "hook_resid_pre");
-        if (c.norm_placement != NormPlacement::output) n.push_back(b + "ln1.hook_normalized");
-        for (const char* s : {"hook_q", "hook_k", "hook_v"}) n.push_back(b + "attn." + s);
-        if (c.positions == PositionKind::rope) { n.push_back(b + "attn.hook_rot_q"); n.push_back(b + "attn.hook_rot_k"); }
-        n.push_back(b + "attn.hook_attn_scores");
-        n.push_back(b + "attn.hook_pattern");
-        if (c.gate != GateKind::none) n.push_back(b + "attn.hook_gate");
-        n.push_back(b + "attn.hook_z");
-        n.push_back(b + "hook_attn_out");
-        if (!c.parallel_residual) n.push_back(b + "hook_resid_mid");
-        if (c.ffn != FfnKind::none) {
-            if (c.norm_placement != NormPlacement::output) n.push_back(b + "ln2.hook_normalized");
-            if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) n.push_back(b + "mlp.hook_pre");
-            if (c.ffn == FfnKind::swiglu) n.push_back(b + "mlp.hook_pre_linear");
-            if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) n.push_back(b + "mlp.hook_post");
-            if (c.ffn == FfnKind::moe)
-                for (const char* s : {"hook_router_logits", "hook_expert_weights", "hook_chosen_experts"}) n.push_back(b + "mlp." + s);
-            n.push_back(b + "hook_mlp_out");
+        const BlockNames names(l);
+        for (const auto& s : hook_table()) {
+            if (s.stage != HookStage::block || !s.present(c)) continue;
+            if (post && (s.id == HookId::ln1 || s.id == HookId::ln2)) continue;
+            n.push_back(names[s.id]);
+            if (post && s.id == HookId::attn_out) n.push_back(names[HookId::ln1]);
+            if (post && s.id == HookId::mlp_out && hook_spec(HookId::ln2).present(c)) n.push_back(names[HookId::ln2]);
         }
-        n.push_back(b + "hook_resid_post");
     }
-    if (c.norm_placement != NormPlacement::post) n.push_back("ln_final.hook_normalized");
-    n.push_back("logits");
+    for (const auto& s : hook_table())
+        if (s.stage == HookStage::output && s.present(c)) n.push_back(s.name);
     return n;
 }
 
 // Expands TransformerLens-style short names: "resid_post" with layer 3 → "blocks.3.hook_resid_post",
-// "pattern" → "blocks.3.attn.hook_pattern", "mlp_out" → "blocks.3.hook_mlp_out". Full names pass through.
+// "pattern" → "blocks.3.attn.hook_pattern", "mlp_out" → "blocks.3.hook_mlp_out" (the table's short
+// names). Full names, and the short names of input and output hooks, pass through as the full name.
 inline std::string hook_name(const std::string& short_name, std::int64_t layer) {
-    static const std::map<std::string, std::string> expand = {
-        {"resid_pre", "hook_resid_pre"}, {"resid_mid", "hook_resid_mid"}, {"resid_post", "hook_resid_post"},
-        {"attn_out", "hook_attn_out"}, {"mlp_out", "hook_mlp_out"},
-        {"normalized1", "ln1.hook_normalized"}, {"normalized2", "ln2.hook_normalized"},
-        {"q", "attn.hook_q"}, {"k", "attn.hook_k"}, {"v", "attn.hook_v"}, {"rot_q", "attn.hook_rot_q"},
-        {"rot_k", "attn.hook_rot_k"}, {"z", "attn.hook_z"}, {"attn_scores", "attn.hook_attn_scores"},
-        {"pattern", "attn.hook_pattern"}, {"gate", "attn.hook_gate"},
-        {"pre", "mlp.hook_pre"}, {"pre_linear", "mlp.hook_pre_linear"}, {"post", "mlp.hook_post"},
-        {"router_logits", "mlp.hook_router_logits"}, {"expert_weights", "mlp.hook_expert_weights"},
-        {"chosen_experts", "mlp.hook_chosen_experts"}};
-    auto it = expand.find(short_name);
-    if (it == expand.end()) return short_name;
-    return "blocks." + std::to_string(layer) + "." + it->second;
+    for (const auto& s : hook_table())
+        if (short_name == s.short_name) return s.stage == HookStage::block ? BlockNames(layer)[s.id] : std::string(s.name);
+    return short_name;
 }
 
 // Layer index of a "blocks.{l}.…" name, or -1.

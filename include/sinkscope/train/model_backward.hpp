@@ -234,6 +234,7 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
         }
         case model::FfnKind::linear: linear_backward(&dinp, dw.w_down, &dw.b_down, dout, inp, w.w_down); return;
         case model::FfnKind::none: return;
+        case model::FfnKind::moe: throw Error("training: the backward pass does not implement ffn = moe");  // refused earlier too
     }
 }
 

@@ -76,29 +76,29 @@ public:
         const bool rope = c.positions == model::PositionKind::rope;
         for (std::int64_t l = 0; l < c.n_layers; ++l) {
             LayerTape<T>& L = tape_.layers[l];
-            const std::string b = "blocks." + std::to_string(l) + ".";
-            capture(b + "hook_resid_pre", L.resid_pre, false, true);
-            capture(b + "ln1.hook_normalized", L.xn1);
-            capture(b + (rope ? "attn.hook_rot_q" : "attn.hook_q"), L.q);
-            capture(b + (rope ? "attn.hook_rot_k" : "attn.hook_k"), L.k);
-            capture(b + "attn.hook_v", L.v);
-            capture(b + "attn.hook_pattern", L.pattern, /*cols_from_last=*/true);
-            if (c.gate != model::GateKind::none) capture(b + "attn.hook_gate", L.gate);
-            capture(b + "attn.hook_z", L.z);
-            capture(b + "hook_attn_out", L.attn_out);
-            capture(b + "hook_resid_mid", L.resid_mid, false, true);
+            const model::BlockNames names(l);
+            capture(names[model::HookId::resid_pre], L.resid_pre, false, true);
+            capture(names[model::HookId::ln1], L.xn1);
+            capture(names[rope ? model::HookId::rot_q : model::HookId::q], L.q);
+            capture(names[rope ? model::HookId::rot_k : model::HookId::k], L.k);
+            capture(names[model::HookId::v], L.v);
+            capture(names[model::HookId::pattern], L.pattern, /*cols_from_last=*/true);
+            if (c.gate != model::GateKind::none) capture(names[model::HookId::gate], L.gate);
+            capture(names[model::HookId::z], L.z);
+            capture(names[model::HookId::attn_out], L.attn_out);
+            capture(names[model::HookId::resid_mid], L.resid_mid, false, true);
             if (c.ffn != model::FfnKind::none) {
-                capture(b + "ln2.hook_normalized", L.xn2);
+                capture(names[model::HookId::ln2], L.xn2);
                 if (c.ffn == model::FfnKind::swiglu || c.ffn == model::FfnKind::gelu) {
-                    capture(b + "mlp.hook_pre", L.pre);
-                    capture(b + "mlp.hook_post", L.post);
+                    capture(names[model::HookId::mlp_pre], L.pre);
+                    capture(names[model::HookId::mlp_post], L.post);
                 }
-                if (c.ffn == model::FfnKind::swiglu) capture(b + "mlp.hook_pre_linear", L.pre_linear);
-                capture(b + "hook_mlp_out", L.mlp_out);
+                if (c.ffn == model::FfnKind::swiglu) capture(names[model::HookId::mlp_pre_linear], L.pre_linear);
+                capture(names[model::HookId::mlp_out], L.mlp_out);
             }
-            if (l == c.n_layers - 1) capture(b + "hook_resid_post", tape_.final_in, false, true);
+            if (l == c.n_layers - 1) capture(names[model::HookId::resid_post], tape_.final_in, false, true);
         }
-        if (c.norm_placement != model::NormPlacement::post) capture("ln_final.hook_normalized", tape_.xf);
+        if (c.norm_placement != model::NormPlacement::post) capture(model::hook_spec(model::HookId::ln_final).name, tape_.xf);
         // The logits are returned by forward(); only the finiteness check needs the hook.
         if (check_ != FiniteCheck::none) hooks_.add("logits", [this](const std::string& name, model::ActivationRef<T>& x) {
             check(name, x.data, x.size());
