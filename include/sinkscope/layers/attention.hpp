@@ -1,0 +1,153 @@
+// Causal attention: scores (scale, soft cap, window), softmax with an optional sink slot, the query-blocked attention without materialised patterns, and the softmax backward: forward and backward side by side.
+//
+// Forward kernels (namespace model) follow llm.c: outputs first, then inputs, then weights, then
+// dimensions; activations are row-major (T × features), one row per position, and each function's
+// comment gives its naive definition. Backward kernels (namespace train) accumulate (+=) into their
+// gradients and quote the forward line they differentiate; tests/train/test_backward.cpp checks each
+// against finite differences in double. The CUDA kernels of this layer: cuda/attention.cuh.
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "sinkscope/model/config.hpp"
+#include "sinkscope/model/weights.hpp"
+
+namespace sinkscope::model {
+
+// How a query-key score is formed: s = (q·k)·scale, then s ← c·tanh(s/c) when the soft cap c > 0
+// (Gemma 2); scale 0 stands for 1/√d_h. Keys more than `window` − 1 positions back are masked (0: none).
+struct ScoreRule {
+    std::int64_t window = 0;
+    double scale = 0;
+    double softcap = 0;
+    static ScoreRule of_layer(const Config& c, std::int64_t layer) { return {c.window_at(layer), c.attn_scale, c.attn_softcap}; }
+    template <class T> T scale_for(std::int64_t head_dim) const { return scale > 0 ? T(scale) : T(1) / std::sqrt(T(head_dim)); }
+    // s ← c·tanh(s/c) on every entry of a block of scores (before the mask, as Hugging Face does).
+    template <class Block> void cap(Block&& s) const {
+        using T = typename std::decay_t<Block>::Scalar;
+        if (softcap > 0) s = (s.array() / T(softcap)).tanh() * T(softcap);
+    }
+};
+
+// Causal attention of one head, in place of its pattern row block.
+//   scores[t, j] = q_t · k_j / √d_h  for allowed j (j ≤ t, and t − j < window when windowed), −∞ otherwise
+//   (the scale and soft cap of a ScoreRule where given)
+//   softmax:            p[t, j] = e^{s_j} / Σ_k e^{s_k}
+//   off-by-one / slot:  p[t, j] = e^{s_j} / (e^{s_slot} + Σ_k e^{s_k})   (s_slot = 0 for off-by-one)
+// `slot_scores` holds s_slot per query (empty: no extra slot). `scores` and `pattern` are (T × T).
+template <class T, class QBlock, class KBlock>
+void attention_scores_forward(Eigen::Ref<Mat<T>> scores, const QBlock& q, const KBlock& k, ScoreRule rule) {
+    const Eigen::Index n = q.rows();
+    const std::int64_t window = rule.window;
+    scores.noalias() = (q * k.transpose()) * rule.scale_for<T>(q.cols());
+    rule.cap(scores);
+    const T ninf = -std::numeric_limits<T>::infinity();
+    for (Eigen::Index t = 0; t < n; ++t) {
+        for (Eigen::Index j = t + 1; j < n; ++j) scores(t, j) = ninf;
+        if (window > 0)
+            for (Eigen::Index j = 0; j <= t - window; ++j) scores(t, j) = ninf;
+    }
+}
+
+template <class T>
+void softmax_forward(Eigen::Ref<Mat<T>> pattern, const Eigen::Ref<const Mat<T>>& scores, const T* slot_scores) {
+    for (Eigen::Index t = 0; t < scores.rows(); ++t) {
+        T m = scores.row(t).maxCoeff();
+        if (slot_scores) m = std::max(m, slot_scores[t]);
+        // Masked keys get exactly 0: a vectorised exp clamps −∞ to a tiny positive value in some builds.
+        const T ninf = -std::numeric_limits<T>::infinity();
+        pattern.row(t) = (scores.row(t).array() == ninf).select(T(0), (scores.row(t).array() - m).exp()).matrix();
+        T z = pattern.row(t).sum();
+        if (slot_scores) z += std::exp(slot_scores[t] - m);
+        pattern.row(t) /= z;
+    }
+}
+
+// Causal attention of every head without materialising the (H, T, T) scores and pattern, the same
+// arithmetic as attention_scores_forward + softmax_forward + z = p·v restricted to the keys a query may
+// see. Queries are taken in blocks of `kQueryBlock` rows; block [r0, r1) of head h reads keys [lo, r1),
+//   lo = max(0, r0 − window + 1) (windowed) or 0,
+// so the masked upper triangle is never computed: about half the work of the full product at large T.
+// Row t of a block keeps keys j ∈ [max(0, t − window + 1), t]:
+//   p[t, j] = e^{s_j − m} / (Σ_k e^{s_k − m} + e^{s_slot − m}),   m = max(s_slot, max_k s_k)
+// with the slot term only when `slot_scores` (H × T) is given; `slot_value` (G·d_h), when given, is the
+// KV-bias value, weighted by what the real keys did not take: z_t += (1 − Σ_j p[t, j]) v_slot.
+// q (T × H·d_h), k and v (T × G·d_h), z (T × H·d_h); query head h reads kv head h / (H / G).
+template <class T>
+void causal_attention_forward(Mat<T>& z, const Mat<T>& q, const Mat<T>& k, const Mat<T>& v, std::int64_t n_heads,
+                              std::int64_t n_kv_heads, std::int64_t head_dim, ScoreRule rule,
+                              const Mat<T>* slot_scores, const T* slot_value) {
+    constexpr std::int64_t kQueryBlock = 64;
+    const std::int64_t n = q.rows(), group = n_heads / n_kv_heads, dh = head_dim, window = rule.window;
+    const std::int64_t blocks = (n + kQueryBlock - 1) / kQueryBlock;
+    const T scale = rule.scale_for<T>(dh);
+    z.resize(n, n_heads * dh);
+#pragma omp parallel if (n_heads * blocks > 1)
+    {
+        Mat<T> buffer(std::min(n, kQueryBlock), n);  // one block's scores, then its pattern
+#pragma omp for schedule(dynamic, 1)
+        for (std::int64_t unit = 0; unit < n_heads * blocks; ++unit) {
+            const std::int64_t h = unit % n_heads, b = blocks - 1 - unit / n_heads;  // longest blocks first
+            const std::int64_t r0 = b * kQueryBlock, r1 = std::min(n, r0 + kQueryBlock), rows = r1 - r0;
+            const std::int64_t lo = window > 0 ? std::max<std::int64_t>(0, r0 - window + 1) : 0, keys = r1 - lo;
+            const std::int64_t g = h / group;
+            auto p = buffer.topLeftCorner(rows, keys);
+            p.noalias() = (q.block(r0, h * dh, rows, dh) * k.block(lo, g * dh, keys, dh).transpose()) * scale;
+            rule.cap(p);
+            for (std::int64_t t = r0; t < r1; ++t) {
+                const std::int64_t j0 = (window > 0 ? std::max<std::int64_t>(0, t - window + 1) : 0) - lo;
+                const std::int64_t j1 = t - lo + 1;  // keys [j0, j1) of the block are visible to t
+                auto row = p.row(t - r0);
+                auto live = row.segment(j0, j1 - j0).array();
+                T m = live.maxCoeff();
+                if (slot_scores) m = std::max(m, (*slot_scores)(h, t));
+                live = (live - m).exp();
+                T denom = live.sum();
+                if (slot_scores) denom += std::exp((*slot_scores)(h, t) - m);
+                live /= denom;
+                row.head(j0).setZero();
+                row.tail(keys - j1).setZero();
+            }
+            auto zh = z.block(r0, h * dh, rows, dh);
+            zh.noalias() = p * v.block(lo, g * dh, keys, dh);
+            if (slot_value) {
+                const Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> sv(slot_value + g * dh, dh);
+                zh.noalias() += (T(1) - p.rowwise().sum().array()).matrix() * sv;
+            }
+        }
+    }
+}
+
+}  // namespace sinkscope::model
+
+namespace sinkscope::train {
+
+using model::Mat;
+using model::Vec;
+
+// forward: p[t, j] = e^{s_j} / (e^{s_slot} + Σ_k e^{s_k})      (softmax_forward; no slot: plain softmax)
+// The slot (softmax-off-by-one, KV bias) takes p_slot = 1 − Σ_j p[t, j]. With dP the gradient of the
+// real weights and dP_slot that of the slot weight (0 for off-by-one, whose slot value is zero):
+//   dS[t, j]   += p_j (dP_j − ⟨p, dP⟩ − p_slot dP_slot)
+//   dslot[t]   += p_slot (dP_slot − ⟨p, dP⟩ − p_slot dP_slot)      (when dslot is wanted)
+// dscores and dpattern are (T × T); `slot_dp` (T) or null, `dslot` (T) or null. Masked keys have p = 0
+// and get no gradient.
+template <class T>
+void softmax_backward(Eigen::Ref<Mat<T>> dscores, T* dslot, const Eigen::Ref<const Mat<T>>& dpattern,
+                      const Eigen::Ref<const Mat<T>>& pattern, const T* slot_dp, bool has_slot) {
+    for (Eigen::Index t = 0; t < pattern.rows(); ++t) {
+        const T ps = has_slot ? T(1) - pattern.row(t).sum() : T(0);
+        const T dps = slot_dp ? slot_dp[t] : T(0);
+        const T inner = pattern.row(t).dot(dpattern.row(t)) + ps * dps;
+        dscores.row(t).array() += pattern.row(t).array() * (dpattern.row(t).array() - inner);
+        if (dslot) dslot[t] += ps * (dps - inner);
+    }
+}
+
+}  // namespace sinkscope::train

@@ -1,0 +1,111 @@
+// Rotary position embedding (full or partial, interleaved or half-split): forward and backward side by side.
+//
+// Forward kernels (namespace model) follow llm.c: outputs first, then inputs, then weights, then
+// dimensions; activations are row-major (T × features), one row per position, and each function's
+// comment gives its naive definition. Backward kernels (namespace train) accumulate (+=) into their
+// gradients and quote the forward line they differentiate; tests/train/test_backward.cpp checks each
+// against finite differences in double. The CUDA kernels of this layer: cuda/rope.cuh.
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "sinkscope/model/config.hpp"
+#include "sinkscope/model/weights.hpp"
+
+namespace sinkscope::model {
+
+// cos θ and sin θ of rope_forward for rows t ∈ [0, n) (position t + offset) and frequencies i < d_h/2,
+// row-major (n × d_h/2). Cached per thread: training applies RoPE 4 times per layer and sequence with
+// the same table; rows [0, n) of a longer cached table are the same numbers.
+template <class T>
+struct RopeTable {
+    std::int64_t n = -1, head_dim = -1, offset = 0;
+    double base = 0;
+    std::vector<T> cos, sin;
+};
+template <class T>
+const RopeTable<T>& rope_table(std::int64_t n, std::int64_t head_dim, double base, std::int64_t offset) {
+    thread_local RopeTable<T> tab;
+    if (tab.n >= n && tab.head_dim == head_dim && tab.base == base && tab.offset == offset) return tab;
+    const std::int64_t half = head_dim / 2;
+    // Hugging Face computes inv_freq = 1 / base^(2i/d_h) and θ = pos · inv_freq in float32; in float we
+    // round at the same places so that θ agrees bit for bit, in double we keep double throughout.
+    constexpr bool single = std::is_same_v<T, float>;
+    std::vector<double> inv_freq(half);
+    for (std::int64_t i = 0; i < half; ++i) {
+        if (single) inv_freq[i] = 1.0f / std::pow(float(base), float(2 * i) / float(head_dim));
+        else inv_freq[i] = std::pow(base, -2.0 * double(i) / double(head_dim));
+    }
+    tab.cos.resize(std::size_t(n * half));
+    tab.sin.resize(std::size_t(n * half));
+    for (std::int64_t t = 0; t < n; ++t)
+        for (std::int64_t i = 0; i < half; ++i) {
+            const double theta = single ? double(float(t + offset) * float(inv_freq[i])) : double(t + offset) * inv_freq[i];
+            tab.cos[std::size_t(t * half + i)] = T(std::cos(theta));
+            tab.sin[std::size_t(t * half + i)] = T(std::sin(theta));
+        }
+    tab.n = n; tab.head_dim = head_dim; tab.base = base; tab.offset = offset;
+    return tab;
+}
+
+// Rotary position embedding, in place on x (T × n_heads·d_h), position of row t = t + offset.
+// Pair (a, b) of frequency i (i < r/2) is rotated by θ = pos · base^(−2i/r), r = rotary_dim (0: d_h):
+//   a' = a cos θ − b sin θ,  b' = a sin θ + b cos θ.
+// interleaved: (a, b) = (x[2i], x[2i+1]);  half_split: (a, b) = (x[i], x[i + r/2]).
+// Entries r … d_h − 1 of each head pass unrotated (partial rotary: GPT-NeoX rotates 25 %).
+template <class T>
+void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double base, RopeLayout layout,
+                  std::int64_t offset = 0, std::int64_t rotary_dim = 0) {
+    const std::int64_t r = rotary_dim > 0 ? rotary_dim : head_dim, half = r / 2;
+    const RopeTable<T>& tab = rope_table<T>(x.rows(), r, base, offset);
+    for (Eigen::Index t = 0; t < x.rows(); ++t) {
+        for (std::int64_t i = 0; i < half; ++i) {
+            const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];
+            for (std::int64_t h = 0; h < n_heads; ++h) {
+                T* head = x.row(t).data() + h * head_dim;
+                const std::int64_t ia = layout == RopeLayout::interleaved ? 2 * i : i;
+                const std::int64_t ib = layout == RopeLayout::interleaved ? 2 * i + 1 : i + half;
+                const T a = head[ia], b = head[ib];
+                head[ia] = a * c - b * s;
+                head[ib] = a * s + b * c;
+            }
+        }
+    }
+}
+
+}  // namespace sinkscope::model
+
+namespace sinkscope::train {
+
+using model::Mat;
+using model::Vec;
+
+// forward: (a, b) ← (a cos θ − b sin θ, a sin θ + b cos θ)   (rope_forward, a rotation Rθ)
+//   The rotation is orthogonal, so dinp = Rθᵀ dout = R₋θ dout: applied in place on the gradient.
+//   θ is computed exactly as in rope_forward (in float with its roundings, in double in double).
+template <class T>
+void rope_backward(Mat<T>& dx, std::int64_t n_heads, std::int64_t head_dim, double base, model::RopeLayout layout,
+                   std::int64_t offset = 0) {
+    const std::int64_t half = head_dim / 2;
+    const model::RopeTable<T>& tab = model::rope_table<T>(dx.rows(), head_dim, base, offset);  // rope_forward's θ
+    for (Eigen::Index t = 0; t < dx.rows(); ++t)
+        for (std::int64_t i = 0; i < half; ++i) {
+            const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];
+            const std::int64_t ia = layout == model::RopeLayout::interleaved ? 2 * i : i;
+            const std::int64_t ib = layout == model::RopeLayout::interleaved ? 2 * i + 1 : i + half;
+            for (std::int64_t h = 0; h < n_heads; ++h) {
+                T* head = dx.row(t).data() + h * head_dim;
+                const T da = head[ia], db = head[ib];
+                head[ia] = da * c + db * s;
+                head[ib] = -da * s + db * c;
+            }
+        }
+}
+
+}  // namespace sinkscope::train
