@@ -53,9 +53,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Every field of the Config, by the one list train/config_io.hpp keeps.
-nlohmann::json config_json(const model::Config& c) { return train::config_to_json(c); }
-
 // "sliding window 8 (layers 0, 2), global (layers 1, 3)": each layer's attention span, grouped.
 std::string attention_spans(const model::Config& c) {
     std::map<std::pair<std::int64_t, double>, std::vector<std::int64_t>> groups;  // (window, RoPE base) → layers
@@ -149,7 +146,7 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
         io::write_npy(out + "/" + name + ".npy", a.data.data(), shape);
     }
     nlohmann::json meta{{"sinkscope_version", version()}, {"model", path}, {"format", m.format},
-                        {"tokens", ids}, {"hooks", wanted}, {"config", config_json(m.config)},
+                        {"tokens", ids}, {"hooks", wanted}, {"config", train::config_to_json(m.config)},
                         {"forward_seconds", elapsed}, {"dtype", "float32"}};
     std::ofstream(out + "/meta.json") << meta.dump(1) << "\n";
     std::cout << "captured " << cache.all().size() << " hooks over " << ids.size() << " tokens into " << out << "/\n";
@@ -261,7 +258,7 @@ int cmd_stats(const std::string& path, const std::string& text_file, const std::
                                       " samples, fewer than " + std::to_string(shard.count) + " shards");
     const std::int64_t first = shard.begin(total), end = shard.end(total);
     const nlohmann::json settings{
-        {"model", path}, {"config", config_json(m.config)}, {"seq_len", seq_len}, {"bos", bos}, {"eps", eps},
+        {"model", path}, {"config", train::config_to_json(m.config)}, {"seq_len", seq_len}, {"bos", bos}, {"eps", eps},
         {"max_samples", max_samples}, {"text_file", text_file}, {"text", text}, {"tokens_file", tokens_file},
         {"total_samples", total}, {"samples_fnv1a", samples_fingerprint(samples)}};
     model::HookSet<float> hooks;

@@ -13,12 +13,20 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
 
 namespace sinkscope::model {
+
+// Soft cap (Gemma 2): s ← c·tanh(s/c) on every entry of a block; c = 0 leaves it as it is.
+template <class Block>
+void softcap(Block&& s, double c) {
+    using T = typename std::decay_t<Block>::Scalar;
+    if (c > 0) s = (s.array() / T(c)).tanh() * T(c);
+}
 
 // How a query-key score is formed: s = (q·k)·scale, then s ← c·tanh(s/c) when the soft cap c > 0
 // (Gemma 2); scale 0 stands for 1/√d_h. Keys more than `window` − 1 positions back are masked (0: none).
@@ -29,10 +37,7 @@ struct ScoreRule {
     static ScoreRule of_layer(const Config& c, std::int64_t layer) { return {c.window_at(layer), c.attn_scale, c.attn_softcap}; }
     template <class T> T scale_for(std::int64_t head_dim) const { return scale > 0 ? T(scale) : T(1) / std::sqrt(T(head_dim)); }
     // s ← c·tanh(s/c) on every entry of a block of scores (before the mask, as Hugging Face does).
-    template <class Block> void cap(Block&& s) const {
-        using T = typename std::decay_t<Block>::Scalar;
-        if (softcap > 0) s = (s.array() / T(softcap)).tanh() * T(softcap);
-    }
+    template <class Block> void cap(Block&& s) const { model::softcap(std::forward<Block>(s), softcap); }
 };
 
 // Causal attention of one head, in place of its pattern row block.

@@ -191,8 +191,6 @@ struct Config {
         return rope_base_sliding > 0 && window_at(layer) > 0 ? rope_base_sliding : rope_base;
     }
     std::int64_t rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
-    // Whether the block has a norm before its sub-layers (every placement but post and output).
-    bool has_pre_norm() const { return norm_placement == NormPlacement::pre || norm_placement == NormPlacement::sandwich; }
     bool has_post_norm() const { return norm_placement == NormPlacement::sandwich || norm_placement == NormPlacement::output; }
     // The switches that only the CPU forward implements (families loaded for analysis: Gemma, OLMo-2,
     // GPT-NeoX, Phi-3's partial rotary, mixtures of experts); "" when there is none. Training and the

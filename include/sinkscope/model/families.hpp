@@ -250,6 +250,21 @@ inline TensorNames gguf_llama_names() {
     return n;
 }
 
+// The Llama layout with a mixture of experts in place of the FFN: the router, each expert's gate, up and
+// down projections under `expert` + name + ".weight", and transformers 5's fused expert tensors.
+inline TensorNames hf_moe_names(const std::string& router, const std::string& expert, const char* gate, const char* up,
+                                const char* down) {
+    TensorNames n = hf_llama_names();
+    n.w_gate = n.w_up = n.w_down = "";
+    n.router = router;
+    n.expert_gate = expert + gate + ".weight";
+    n.expert_up = expert + up + ".weight";
+    n.expert_down = expert + down + ".weight";
+    n.experts_gate_up = "model.layers.{l}.mlp.experts.gate_up_proj";
+    n.experts_down = "model.layers.{l}.mlp.experts.down_proj";
+    return n;
+}
+
 inline std::vector<Family> make_families() {
     std::vector<Family> f;
     auto llama = [](Config& c, const HfKeys& k) { hf_llama_like(c, k); };
@@ -390,14 +405,8 @@ inline std::vector<Family> make_families() {
         // (MixtralTopKRouter). save_pretrained writes block_sparse_moe.experts.{e}.w1/w2/w3 (gate, down,
         // up); transformers 5 holds them fused as mlp.experts.gate_up_proj / down_proj.
         const std::string L = "model.layers.{l}.";
-        TensorNames hf = hf_llama_names();
-        hf.w_gate = hf.w_up = hf.w_down = "";
-        hf.router = L + "block_sparse_moe.gate.weight|" + L + "mlp.gate.weight";
-        hf.expert_gate = L + "block_sparse_moe.experts.{e}.w1.weight";
-        hf.expert_down = L + "block_sparse_moe.experts.{e}.w2.weight";
-        hf.expert_up = L + "block_sparse_moe.experts.{e}.w3.weight";
-        hf.experts_gate_up = L + "mlp.experts.gate_up_proj";
-        hf.experts_down = L + "mlp.experts.down_proj";
+        const TensorNames hf = hf_moe_names(L + "block_sparse_moe.gate.weight|" + L + "mlp.gate.weight",
+                                            L + "block_sparse_moe.experts.{e}.", "w1", "w3", "w2");
         f.push_back({"mixtral", {"mixtral"}, {},
                      [](Config& c, const HfKeys& k) {
                          hf_llama_like(c, k);
@@ -407,14 +416,7 @@ inline std::vector<Family> make_families() {
                      hf, {}});
         // OLMoE: Llama with QK-norm over the whole q and k projections (as OLMo-2, but pre-norm) and a
         // mixture of experts whose top-k weights are renormalised only with norm_topk_prob.
-        TensorNames ol = hf_llama_names();
-        ol.w_gate = ol.w_up = ol.w_down = "";
-        ol.router = L + "mlp.gate.weight";
-        ol.expert_gate = L + "mlp.experts.{e}.gate_proj.weight";
-        ol.expert_up = L + "mlp.experts.{e}.up_proj.weight";
-        ol.expert_down = L + "mlp.experts.{e}.down_proj.weight";
-        ol.experts_gate_up = L + "mlp.experts.gate_up_proj";
-        ol.experts_down = L + "mlp.experts.down_proj";
+        const TensorNames ol = hf_moe_names(L + "mlp.gate.weight", L + "mlp.experts.{e}.", "gate_proj", "up_proj", "down_proj");
         f.push_back({"olmoe", {"olmoe"}, {},
                      [](Config& c, const HfKeys& k) {
                          hf_llama_like(c, k);

@@ -8,7 +8,7 @@
 //   Attn(x) = Σ_h gate_h ⊙ softmax(q_h k_gᵀ/√d_h + causal mask) v_g · W_Oᵀ,   g = kv head of h
 //   SwiGLU:  FFN(x) = W_down (silu(W_gate x) ⊙ W_up x);   GELU FFN: W_down gelu(W_up x + b) + b
 //   MoE:     FFN(x) = Σ_{i<k} w_i · SwiGLU_{e_i}(x),   (e_i, w_i) = top-k of softmax(W_router x)  (Mixtral, OLMoE)
-// Every activation named in hooks.hpp is offered to the hooks, which may read or overwrite it.
+// Every activation of the hook table (hook_table.hpp) is offered to the hooks, which may read or overwrite it.
 #pragma once
 
 #include <Eigen/Core>
@@ -360,7 +360,7 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
     static const Vec<T> no_bias;
     if (sink) { const Mat<T> real = x.bottomRows(n - 1); linear_forward(logits, real, w.output_head(), no_bias); }
     else linear_forward(logits, x, w.output_head(), no_bias);  // (T, vocab)
-    if (c.logit_softcap > 0) ScoreRule{0, 0, c.logit_softcap}.cap(logits);  // c·tanh(logits/c) (Gemma 2)
+    softcap(logits, c.logit_softcap);  // c·tanh(logits/c) (Gemma 2)
     hook(hook_spec(HookId::logits).name, logits.data(), {n - sink, c.vocab_size});
     return logits;
 }

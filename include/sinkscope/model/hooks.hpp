@@ -62,7 +62,8 @@ inline std::vector<std::string> hook_names(const Config& c) {
 // names). Full names, and the short names of input and output hooks, pass through as the full name.
 inline std::string hook_name(const std::string& short_name, std::int64_t layer) {
     for (const auto& s : hook_table())
-        if (short_name == s.short_name) return s.stage == HookStage::block ? BlockNames(layer)[s.id] : std::string(s.name);
+        if (short_name == s.short_name)
+            return s.stage == HookStage::block ? "blocks." + std::to_string(layer) + "." + s.name : std::string(s.name);
     return short_name;
 }
 
