@@ -2,7 +2,7 @@
 """A random-weight GGUF with the exact tensor layout of a 7–8B Q4_K_M checkpoint (issue 11, item 3).
 
 No 7B checkpoint can be downloaded here, but its layout can be made: the same tensor names, shapes and
-types as llama.cpp's `llama-quantize ... Q4_K_M` gives for Qwen2.5-7B(-Instruct) or Llama-3.1-8B(-Instruct),
+types as llama.cpp's `llama-quantize ... Q4_K_M` gives for Qwen2.5-7B(-Instruct) or Llama-3(.1)-8B(-Instruct),
 with random but valid block data, so that loading, memory use and speed can be measured on the real sizes.
 
 Dependencies (PyPI: gguf, llama.cpp's own writer, and numpy): `scripts/pyenv.sh` installs both in .venv,
@@ -10,6 +10,7 @@ or `python3 -m venv .venv && .venv/bin/pip install gguf numpy`.
 
     .venv/bin/python scripts/make_layout_gguf.py --layout qwen2-7b  --out /tmp/layouts/qwen2-7b-q4_k_m.gguf
     .venv/bin/python scripts/make_layout_gguf.py --layout llama3-8b --out /tmp/layouts/llama3-8b-q4_k_m.gguf
+    .venv/bin/python scripts/make_layout_gguf.py --layout llama3.1-8b --out /tmp/layouts/llama3.1-8b-q4_k_m.gguf
     .venv/bin/python scripts/make_layout_gguf.py --layout qwen2-7b  --layers 2 --out /tmp/layouts/qwen2-7b-2layers.gguf
 
 The full files are 4.7 and 4.9 GB: write them outside the repository. `--layers N` keeps every per-layer
@@ -19,11 +20,13 @@ The script streams: it writes each tensor in chunks of about 32 MB, so it never 
 Layouts
   qwen2-7b   Qwen2.5-7B: 28 layers, d 3584, ff 18944, 28 query / 4 KV heads of 128, vocab 152064, biases on
              q, k, v; untied output; RoPE base 1e6; RMSNorm eps 1e-6; context 32768.
-  llama3-8b  Llama-3.1-8B: 32 layers, d 4096, ff 14336, 32 / 8 heads of 128, vocab 128256; untied output;
-             RoPE base 5e5 with Llama 3.1's frequency factors as the F32 tensor rope_freqs.weight [64]
-             (llama.cpp's convert_hf_to_gguf.py writes them so, with no rope.scaling.type key; the
-             values below are the real ones, computed from factor 8, low/high frequency factors 1 and 4,
-             original context 8192); RMSNorm eps 1e-5; context 131072.
+  llama3-8b  Llama-3-8B: 32 layers, d 4096, ff 14336, 32 / 8 heads of 128, vocab 128256; untied output;
+             RoPE base 5e5; RMSNorm eps 1e-5; context 8192.
+  llama3.1-8b  Llama-3.1-8B: the same, context 131072, and Llama 3.1's RoPE frequency factors as the F32
+             tensor rope_freqs.weight [64] (llama.cpp's convert_hf_to_gguf.py writes them so, with no
+             rope.scaling.type key; the values are the real ones, computed from factor 8, low/high frequency
+             factors 1 and 4, original context 8192). A loader that ignores that tensor computes the wrong
+             rotation at every position; one that does not support it must refuse the file.
 
 Tensor types: the Q4_K_M recipe of llama.cpp, src/llama-quant.cpp, llama_tensor_get_type_impl (read at
 ggml-org/llama.cpp 007dbbf, 2026; unchanged in substance since k-quants were introduced in 2023):
@@ -74,14 +77,17 @@ LAYOUTS = {
         specials={151643: "<|endoftext|>", 151644: "<|im_start|>", 151645: "<|im_end|>"},
         n_specials=22, bos=151643, eos=151645, pad=151643, add_bos=False),
     "llama3-8b": dict(
-        arch=gguf.MODEL_ARCH.LLAMA, name="Llama 3.1 8B Instruct (random-weight layout)",
+        arch=gguf.MODEL_ARCH.LLAMA, name="Llama 3 8B Instruct (random-weight layout)",
         n_layers=32, d=4096, ff=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256,
-        qkv_bias=False, ctx=131072, rope_base=5e5, rms_eps=1e-5, rope_freqs=True,
+        qkv_bias=False, ctx=8192, rope_base=5e5, rms_eps=1e-5, rope_freqs=False,
         pre="llama-bpe", n_ordinary=128000,
         specials={128000: "<|begin_of_text|>", 128001: "<|end_of_text|>", 128006: "<|start_header_id|>",
                   128007: "<|end_header_id|>", 128009: "<|eot_id|>"},
         n_specials=256, bos=128000, eos=128009, pad=None, add_bos=True),
 }
+# Llama 3.1 differs from Llama 3 only in its context and its RoPE frequency factors (one F32 tensor).
+LAYOUTS["llama3.1-8b"] = dict(LAYOUTS["llama3-8b"], name="Llama 3.1 8B Instruct (random-weight layout)",
+                              ctx=131072, rope_freqs=True)
 
 
 def use_more_bits(i_layer, n_layers):
