@@ -2,11 +2,12 @@
 //
 // Contract checked: parsing either succeeds or throws sinkscope::Error (never a JSON library exception, a
 // crash or a sanitizer report); a file that parsed loads every F32/F16/BF16 tensor without error, and
-// refuses the other dtypes with an Error.
+// refuses the other dtypes with an Error; the memory estimate (io/memory.hpp) counts every value.
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
 
+#include <sinkscope/io/memory.hpp>
 #include <sinkscope/io/safetensors.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -17,8 +18,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const SafetensorsFile f(MappedFile::from_bytes("fuzz.safetensors", std::move(bytes)));
         (void)f.metadata().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
         volatile float sink = 0;
+        std::uint64_t values = 0;
         for (const SafetensorsTensor& t : f.tensors()) {
             if (f.find(t.name) != &t) std::abort();
+            values += static_cast<std::uint64_t>(t.n_elements());  // each tensor lies in the input: no overflow
             const bool loadable = t.dtype == "F32" || t.dtype == "F16" || t.dtype == "BF16";
             try {
                 const auto v = f.load<float>(t.name);
@@ -28,6 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 if (loadable) std::abort();  // opened, but a float tensor does not load
             }
         }
+        if (value_count(f) != values) std::abort();
     } catch (const sinkscope::Error&) {
         // bad input, correctly refused
     }

@@ -29,6 +29,7 @@
 #include <sinkscope/analysis/summary.hpp>
 #include <sinkscope/analysis/text.hpp>
 #include <sinkscope/io/gguf.hpp>
+#include <sinkscope/io/memory.hpp>
 #include <sinkscope/io/npy.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
@@ -53,6 +54,17 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Bytes of float32 weights of the model being loaded or run (io/memory.hpp), for main's out-of-memory message.
+std::uint64_t g_weight_bytes = 0;
+
+// The model at `path` (train::load_for_analysis), after checking that its float32 weights fit in the
+// memory available: a model too large is an Error naming the file, what it needs and what there is,
+// instead of a std::bad_alloc (or the OOM killer) halfway through the load.
+model::LoadedModel<float> load_checked(const std::string& path) {
+    g_weight_bytes = io::require_weights_fit(path, sizeof(float));
+    return train::load_for_analysis<float>(path);
+}
+
 // "sliding window 8 (layers 0, 2), global (layers 1, 3)": each layer's attention span, grouped.
 std::string attention_spans(const model::Config& c) {
     std::map<std::pair<std::int64_t, double>, std::vector<std::int64_t>> groups;  // (window, RoPE base) → layers
@@ -75,6 +87,7 @@ std::string attention_spans(const model::Config& c) {
 
 int cmd_info(const std::string& path) {
     const auto t0 = std::chrono::steady_clock::now();
+    g_weight_bytes = io::require_weights_fit(path, sizeof(float));
     const auto m = model::load_model<float>(path);
     std::cout << "model:      " << path << " (" << m.format << ", loaded in " << seconds_since(t0) << " s)\n"
               << "config:     " << m.config.describe() << "\n"
@@ -125,7 +138,10 @@ std::vector<std::int32_t> input_tokens(const model::LoadedModel<float>& m, const
 
 int cmd_capture(const std::string& path, const std::string& text, const std::string& tokens, int bos_flag,
                 const std::string& hooks_arg, const std::string& out) {
-    const auto m = train::load_for_analysis<float>(path);
+    // Checked before the model is loaded, so a bad --out costs nothing.
+    if (fs::exists(out) && !fs::is_directory(out))
+        throw Error("capture: --out must name a directory (new or existing), and this is an existing file", {out, "", {}});
+    const auto m = load_checked(path);
     const auto ids = input_tokens(m, text, tokens, bos_flag);
     const auto all = model::hook_names(m.config);
     std::vector<std::string> wanted;
@@ -140,7 +156,9 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
     const auto t0 = std::chrono::steady_clock::now();
     model::forward(m.config, m.weights, ids, &hooks);
     const double elapsed = seconds_since(t0);
-    fs::create_directories(out);
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) throw Error("capture: cannot create the output directory: " + ec.message(), {out, "", {}});
     for (const auto& [name, a] : cache.all()) {
         std::vector<std::size_t> shape(a.shape.begin(), a.shape.end());
         io::write_npy(out + "/" + name + ".npy", a.data.data(), shape);
@@ -148,7 +166,9 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
     nlohmann::json meta{{"sinkscope_version", version()}, {"model", path}, {"format", m.format},
                         {"tokens", ids}, {"hooks", wanted}, {"config", train::config_to_json(m.config)},
                         {"forward_seconds", elapsed}, {"dtype", "float32"}};
-    std::ofstream(out + "/meta.json") << meta.dump(1) << "\n";
+    std::ofstream meta_out(out + "/meta.json");
+    meta_out << meta.dump(1) << "\n";
+    if (!meta_out) throw Error("capture: cannot write", {out + "/meta.json", "", {}});
     std::cout << "captured " << cache.all().size() << " hooks over " << ids.size() << " tokens into " << out << "/\n";
     return 0;
 }
@@ -248,7 +268,7 @@ int cmd_stats(const std::string& path, const std::string& text_file, const std::
               const std::string& json_out) {
     const Shard shard = shard_arg.empty() ? Shard{} : parse_shard(shard_arg);
     const auto t0 = std::chrono::steady_clock::now();
-    const auto m = train::load_for_analysis<float>(path);
+    const auto m = load_checked(path);
     std::cerr << "loaded " << path << " in " << seconds_since(t0) << " s: " << m.config.describe() << "\n";
     const bool bos = bos_flag > 0;  // Gu et al.'s convention: no BOS unless asked
     const auto samples = stats_samples(m, text_file, text, tokens_file, seq_len, max_samples, bos);
@@ -371,7 +391,7 @@ int cmd_merge(const std::vector<std::string>& paths, const std::string& json_out
 }
 
 int cmd_random_model(const std::string& path, const std::string& out, std::uint64_t seed) {
-    const auto m = train::load_for_analysis<float>(path);
+    const auto m = load_checked(path);
     const auto r = train::random_like(m, seed);
     train::save_model(out, r.config, r.weights, {{"null_control", "random weights (train::init_weights, seed " +
                                                   std::to_string(seed) + ") in the layout of " + path}});
@@ -434,7 +454,7 @@ int main(int argc, char** argv) {
         if (*info) return cmd_info(model_path);
         if (*capture) {
             if (list_hooks) {
-                const auto config = train::load_for_analysis<float>(model_path).config;
+                const auto config = load_checked(model_path).config;
                 if (!describe_hooks) {
                     for (const auto& n : model::hook_names(config)) std::cout << n << "\n";
                     return 0;
@@ -464,6 +484,23 @@ int main(int argc, char** argv) {
         }
     } catch (const Error& e) {
         std::cerr << e.what() << "\n";
+        return 2;
+    } catch (const std::bad_alloc&) {
+        // load_checked() refuses a model whose weights cannot fit; this is what the estimate does not
+        // count (activations, captures, a fragmented heap) or a check that could not be made.
+        const auto avail = io::available_memory();
+        std::cerr << "sinkscope: out of memory (std::bad_alloc)"
+                  << (g_weight_bytes ? "; the model's float32 weights need " + io::format_gib(g_weight_bytes) : std::string())
+                  << "; " << (avail ? io::format_gib(*avail) : std::string("an unknown amount")) << " available now\n";
+        return 2;
+    } catch (const fs::filesystem_error& e) {
+        std::cerr << "sinkscope: " << e.what() << "\n";
+        return 2;
+    } catch (const nlohmann::json::exception& e) {
+        // A metadata or config value of the wrong JSON type (a GGUF key holding a number where a string is
+        // meant): bad input the readers do not yet turn into an Error of their own.
+        std::cerr << "sinkscope: a metadata or config value has the wrong type (" << e.what() << ")"
+                  << (model_path.empty() ? std::string() : " [file " + model_path + "]") << "\n";
         return 2;
     }
     return 0;

@@ -5,6 +5,7 @@
 //   io/gguf.hpp         GgufFile: GGUF v2/v3 metadata (as JSON), tensor table, dequantized loads
 //   io/safetensors.hpp  SafetensorsFile, SafetensorsCheckpoint (single file or sharded index)
 //   io/npy.hpp          write_npy (float32) / read_npy<T> (f4, f8, i4, i8)
+//   io/memory.hpp       memory a checkpoint's weights need as float32/64, memory available, require_weights_fit
 #pragma once
 #include "sinkscope/io/mapped_file.hpp"
 #include "sinkscope/io/ggml_types.hpp"
@@ -12,3 +13,4 @@
 #include "sinkscope/io/gguf.hpp"
 #include "sinkscope/io/safetensors.hpp"
 #include "sinkscope/io/npy.hpp"
+#include "sinkscope/io/memory.hpp"

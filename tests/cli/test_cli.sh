@@ -41,6 +41,82 @@ check "GGUF v1 exits 2" test $? -eq 2
 check "GGUF v1 error names the file" grep -q "v1.gguf" "$work/v1.log"
 "$bin" info "$work/missing.gguf" > "$work/missing.log" 2>&1
 check "missing file exits 2" test $? -eq 2
+# Bad input that used to abort with an uncaught exception (signal 6) must exit 2 with a message.
+touch "$work/a_file"
+"$bin" capture "$model" --tokens 1,2 --hooks logits --out "$work/a_file" > "$work/outfile.log" 2>&1
+check "capture --out naming an existing file exits 2" test $? -eq 2
+check "capture --out naming an existing file says so" grep -q "must name a directory.*a_file" "$work/outfile.log"
+"$bin" capture "$model" --tokens 1,2 --hooks logits --out "$work/a_file/sub" > "$work/outsub.log" 2>&1
+check "capture --out under an existing file exits 2" test $? -eq 2
+# mkgguf OUT ROWS [full|short] [llama]: a GGUF whose token_embd.weight is Q4_0 [4096, ROWS]; "full" makes its
+# data a sparse hole (no disk used), "short" leaves it out; "llama" adds the metadata of a 1-layer Llama.
+mkgguf() {
+    python3 - "$@" <<'PY'
+import struct, sys
+out, rows, data = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+def s(x): return struct.pack("<Q", len(x)) + x
+u32 = lambda v: struct.pack("<II", 4, v)
+kv = [(b"general.architecture", struct.pack("<I", 8) + s(b"llama"))]
+if len(sys.argv) > 4:
+    kv += [(b"llama.block_count", u32(1)), (b"llama.embedding_length", u32(4096)), (b"llama.attention.head_count", u32(32)),
+           (b"llama.feed_forward_length", u32(128)), (b"llama.context_length", u32(64)),
+           (b"llama.attention.layer_norm_rms_epsilon", struct.pack("<If", 6, 1e-5))]
+h = b"GGUF" + struct.pack("<IQQ", 3, 1, len(kv)) + b"".join(s(k) + v for k, v in kv)
+h += s(b"token_embd.weight") + struct.pack("<IQQIQ", 2, 4096, rows, 2, 0)
+h += b"\0" * (-len(h) % 32)
+with open(out, "wb") as f:
+    f.write(h)
+    if data == "full": f.truncate(len(h) + 4096 * rows // 32 * 18)
+PY
+}
+# A metadata value of the wrong type (general.architecture a u32, not a string).
+python3 - "$work/arch_u32.gguf" <<'PY'
+import struct, sys
+k = b"general.architecture"
+open(sys.argv[1], "wb").write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(k)) + k + struct.pack("<II", 4, 7))
+PY
+"$bin" info "$work/arch_u32.gguf" > "$work/arch_u32.log" 2>&1
+check "a metadata value of the wrong type exits 2" test $? -eq 2
+check "a metadata value of the wrong type names the file" grep -q "wrong type.*arch_u32.gguf" "$work/arch_u32.log"
+# A model whose float32 weights need twice the memory available is refused before anything is allocated.
+avail_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
+rows=$(( (2 * avail_kb * 1024 / (4 * 4096)) + 1 ))
+mkgguf "$work/huge.gguf" "$rows" full
+"$bin" capture "$work/huge.gguf" --tokens 1 --hooks logits --out "$work/huge_out" > "$work/huge.log" 2>&1
+check "a model too large for memory exits 2" test $? -eq 2
+check "a model too large for memory says what it needs and what there is" \
+      grep -q "needs [0-9.]* GiB of memory for float32 weights ([0-9]* values), [0-9.]* GiB available \[file .*huge.gguf\]" "$work/huge.log"
+mkgguf "$work/huge_short.gguf" "$rows" short
+"$bin" info "$work/huge_short.gguf" > "$work/huge_short.log" 2>&1
+check "a data section cut short exits 2" test $? -eq 2
+check "a data section cut short names file, tensor and offset" \
+      grep -q "outside the file .*huge_short.gguf\] \[tensor token_embd.weight\] \[offset [0-9]*\]" "$work/huge_short.log"
+# An allocation that fails past the check (here: an address-space limit the check does not read) is
+# std::bad_alloc, reported with exit 2. Not under ASan: its operator new reports the failure and dies.
+if ! grep -qa AddressSanitizer "$bin"; then
+    mkgguf "$work/big.gguf" 96000 full llama   # 1.5 GiB of float32 weights in a 221 MB sparse file
+    (ulimit -v 1048576; "$bin" capture "$work/big.gguf" --tokens 1 --hooks logits --out "$work/big_out") > "$work/big.log" 2>&1
+    check "std::bad_alloc exits 2" test $? -eq 2
+    check "std::bad_alloc says what was needed and what is available" \
+          grep -q "out of memory (std::bad_alloc); the model's float32 weights need 1.5 GiB; [0-9.]* GiB available" "$work/big.log"
+fi
+# A tensor of a type the loader does not convert (stories260K's blk.0.attn_q.weight relabelled F32 -> I32,
+# which has the same size): Error naming the file, the tensor and its offset.
+python3 - "$model" "$work/i32.gguf" <<'PY'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+name = b"blk.0.attn_q.weight"
+at = b.index(struct.pack("<Q", len(name)) + name) + 8 + len(name)
+n_dims = struct.unpack_from("<I", b, at)[0]
+type_at = at + 4 + 8 * n_dims
+assert struct.unpack_from("<I", b, type_at)[0] == 0  # F32
+struct.pack_into("<I", b, type_at, 26)                # I32
+open(sys.argv[2], "wb").write(b)
+PY
+"$bin" capture "$work/i32.gguf" --tokens 1,2 --hooks logits --out "$work/i32_out" > "$work/i32.log" 2>&1
+check "an unsupported tensor type exits 2" test $? -eq 2
+check "an unsupported tensor type names file, tensor and offset" \
+      grep -q "cannot dequantize ggml type I32 \[file .*i32.gguf\] \[tensor blk.0.attn_q.weight\] \[offset [0-9]*\]" "$work/i32.log"
 "$bin" capture "$model" --list-hooks > "$work/hooks" 2>&1
 check "list-hooks lists 5 layers of hooks" test "$(grep -c hook_resid_post "$work/hooks")" -eq 5
 # Token files and null controls: stats on fixed id sequences, a random-weight copy of the layout.

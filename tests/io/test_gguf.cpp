@@ -237,6 +237,7 @@ TEST_CASE("gguf_all.gguf: tensor table and every supported type dequantized bitw
             } catch (const Error& err) {
                 CHECK(err.tensor() == name);
                 CHECK(err.file() == f.path());
+                CHECK(err.offset() == t.offset);
                 CHECK(err.message().find("Q2_K") != std::string::npos);
             }
             continue;
@@ -464,8 +465,24 @@ TEST_CASE("GGUF: hostile tensor infos are Errors naming the tensor and offset", 
     }
     SECTION("ne[0] not a whole number of blocks") {
         Bytes f;
-        f.header(3, 1, 0).tensor("q", {16, 2}, 2 /* Q4_0 */, 0).pad(32);
-        expect_error(f, "block size", "q");
+        f.header(3, 1, 0).str("q");
+        const auto at = f.pos();  // the n_dims field: the shape is what is wrong
+        f.u32(2).u64(16).u64(2).u32(2 /* Q4_0 */).u64(0).pad(32);
+        expect_error(f, "not a multiple of the Q4_0 block size 32", "q", at);
+        Bytes k;  // a K-quant row of 128 values: half a Q4_K super-block, with enough bytes for a whole one
+        k.header(3, 1, 0).str("k");
+        const auto at_k = k.pos();
+        k.u32(1).u64(128).u32(12 /* Q4_K */).u64(0).pad(32);
+        for (int i = 0; i < 144; ++i) k.u8(0);
+        expect_error(k, "not a multiple of the Q4_K block size 256", "k", at_k);
+    }
+    SECTION("a data section cut inside a quantized tensor") {
+        Bytes f;  // two Q4_K super-blocks (288 bytes) announced, 200 present
+        f.header(3, 1, 0).str("w").u32(2).u64(256).u64(2).u32(12 /* Q4_K */);
+        const auto at = f.pos();
+        f.u64(0).pad(32);
+        for (int i = 0; i < 200; ++i) f.u8(0);
+        expect_error(f, "+288 bytes) lies outside the file", "w", at);
     }
     SECTION("misaligned, out-of-range and overflowing offsets") {
         Bytes f;
