@@ -17,9 +17,15 @@ Writes tests/fixtures/model/:
   random_{llama,qwen2,qwen3,mistral,gpt2,gemma2,gemma3,phi3,olmo2,gpt_neox,mixtral,olmoe}/  small random-weight
              models saved by transformers as safetensors (config.json + model.safetensors), with tokens, all
              logits, every layer's residual stream; the mixture-of-experts ones also chosen_L{l}.npy.
-  mixtral_llama_arch.gguf  metadata of a llama.cpp Mixtral (arch "llama" with expert_count), for the refusal test.
+  gguf_{gemma2,gemma3,phi3,olmo2,gpt_neox,mixtral,olmoe}/  model.gguf: a random model converted to GGUF (float32)
+             by llama.cpp's own convert_hf_to_gguf.py (from the llama-cpp-python source package on PyPI, unpacked
+             into build/), with transformers' tokens, logits, residual streams and layer-0 pattern for the same
+             weights (the mixture-of-experts ones also chosen_L{l}.npy). The configs differ from random_* only
+             where GGUF cannot state a value (see random_config).
+  llama_rope_freqs.gguf  metadata of a Llama 3.1 conversion with rope_freqs.weight, for the refusal test.
 `make_model_fixtures.py random [KIND …]` remakes only those random-weight fixtures (default: the families
-added last: gemma2 gemma3 phi3 olmo2 gpt_neox mixtral olmoe), without the GGUF models.
+added last: gemma2 gemma3 phi3 olmo2 gpt_neox mixtral olmoe), without the GGUF models;
+`make_model_fixtures.py gguf [KIND …]` remakes only the converted ones (default: all of GGUF_FAMILIES).
 Every array is float32 unless said otherwise.
 """
 import json, os, pathlib, sys
@@ -84,7 +90,10 @@ def gguf_fixture(name, gguf_path, ids, layers, pattern_layers, text=None):
     print(f"{name}: T={T} V={V}, wrote {d}")
 
 
-def random_fixture(kind):
+def random_config(kind, for_gguf=False):
+    """The random model's config. for_gguf: the few values a GGUF file cannot state changed to what llama.cpp
+    assumes (Gemma: query_pre_attn_scalar = head_dim as llama.cpp derives it for every size but 27B; Gemma 3:
+    llama.cpp's fixed sliding pattern of 6, five sliding layers then a global one)."""
     common = dict(vocab_size=256, max_position_embeddings=128)
     if kind == "gpt2":
         cfg = transformers.GPT2Config(vocab_size=256, n_positions=128, n_embd=48, n_layer=3, n_head=4,
@@ -145,7 +154,19 @@ def random_fixture(kind):
                                        num_key_value_heads=3, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
                                        rms_norm_eps=1e-5, rope_theta=10000.0, pad_token_id=0, bos_token_id=1,
                                        eos_token_id=2, tie_word_embeddings=False, **common)
+    if for_gguf and kind == "gemma2":
+        cfg.query_pre_attn_scalar = cfg.head_dim
+    if for_gguf and kind == "gemma3":
+        cfg = transformers.Gemma3TextConfig(hidden_size=48, intermediate_size=112, num_hidden_layers=6, num_attention_heads=4,
+                                            num_key_value_heads=2, head_dim=16, query_pre_attn_scalar=16, rms_norm_eps=1e-6,
+                                            rope_theta=1e6, rope_local_base_freq=10000.0, sliding_window=8,
+                                            sliding_window_pattern=6, hidden_activation="gelu_pytorch_tanh",
+                                            pad_token_id=0, **common)
     cfg._attn_implementation = "eager"
+    return cfg
+
+
+def random_model(kind, cfg):
     torch.manual_seed({"llama": 11, "mistral": 12, "qwen2": 13, "qwen3": 14, "gpt2": 15, "gemma2": 16, "gemma3": 17,
                        "phi3": 18, "olmo2": 19, "gpt_neox": 20, "mixtral": 21, "olmoe": 22}[kind])
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
@@ -157,8 +178,11 @@ def random_fixture(kind):
             else:
                 p.normal_(0.0, 1.0 / np.sqrt(p.shape[-1]) if "emb" not in name and "wte" not in name and "wpe" not in name else 1.0)
     model.eval()
-    d = OUT / f"random_{kind}"
-    model.save_pretrained(d, safe_serialization=True)
+    return model
+
+
+def save_reference(model, cfg, d):
+    """tokens.npy, logits.npy, resid_post_L{l}.npy and pattern_L0.npy of the random model, into d."""
     ids = np.random.default_rng(2).integers(0, 256, size=40).tolist()
     logits, hidden, attn = run(model, ids)
     save(d / "tokens.npy", np.array(ids, dtype=np.int32))
@@ -167,10 +191,92 @@ def random_fixture(kind):
         if l + 1 < len(hidden) - 1:
             save(d / f"resid_post_L{l}.npy", hidden[l + 1].astype(np.float32))
     save(d / "pattern_L0.npy", attn[0].astype(np.float32))
+    return ids
+
+
+def random_fixture(kind):
+    cfg = random_config(kind)
+    model = random_model(kind, cfg)
+    d = OUT / f"random_{kind}"
+    model.save_pretrained(d, safe_serialization=True)
+    ids = save_reference(model, cfg, d)
     if kind in MOE:
         moe_routing(model, cfg, ids, d)
     (d / "generation_config.json").unlink(missing_ok=True)
     print(f"random_{kind}: wrote {d}")
+
+
+# llama.cpp's own converter, the peer for how a family is written to GGUF (tensor names, fused or split
+# projections, the Gemma norm shift, permuted or stacked tensors, metadata keys). It comes from the
+# llama-cpp-python source package on PyPI, which vendors llama.cpp; nothing of it is kept in this repository.
+LLAMA_CPP_PYTHON = "0.3.36"
+GGUF_FAMILIES = ["gemma2", "gemma3", "phi3", "olmo2", "gpt_neox", "mixtral", "olmoe"]
+
+
+def llama_cpp_converter():
+    import subprocess, tarfile, tempfile
+    cache = ROOT / "build" / f"llama_cpp_python-{LLAMA_CPP_PYTHON}"
+    if not cache.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+                            f"llama-cpp-python=={LLAMA_CPP_PYTHON}", "-d", tmp], check=True)
+            with tarfile.open(next(pathlib.Path(tmp).glob("*.tar.gz"))) as t:
+                t.extractall(cache.parent, filter="data")
+    lc = cache / "vendor" / "llama.cpp"
+    sys.path[:0] = [str(lc), str(lc / "gguf-py")]  # its own gguf-py, not the installed one
+    import convert_hf_to_gguf
+    return convert_hf_to_gguf
+
+
+def convert_to_gguf(hf_dir, out_file):
+    """Runs llama.cpp's convert_hf_to_gguf.py (float32) on a saved random model. The random models have no
+    tokenizer, so the vocabulary it writes is 256 placeholder tokens (the tests feed token ids)."""
+    conv = llama_cpp_converter()
+    arch = json.loads((hf_dir / "config.json").read_text())["architectures"][0]
+    cls = conv.get_model_class(arch)
+
+    def placeholder_vocab(self):
+        self.gguf_writer.add_tokenizer_model("gpt2")
+        self.gguf_writer.add_tokenizer_pre("default")
+        self.gguf_writer.add_token_list([f"<t{i}>" for i in range(self.hparams["vocab_size"])])
+        self.gguf_writer.add_token_types([1] * self.hparams["vocab_size"])
+        self.gguf_writer.add_token_merges([])
+
+    cls.set_vocab = placeholder_vocab
+    # transformers 5 keeps GPT-NeoX's rotary_pct only as rope_parameters.partial_rotary_factor; this
+    # converter still reads the old key, so it is restored with the same value before it is read.
+    if arch == "GPTNeoXForCausalLM":
+        set_parameters = cls.set_gguf_parameters
+
+        def with_rotary_pct(self):
+            self.hparams.setdefault("rotary_pct", self.hparams["rope_parameters"]["partial_rotary_factor"])
+            set_parameters(self)
+
+        cls.set_gguf_parameters = with_rotary_pct
+    # Gemma 3 trims token_embd to the tokenizer's size, read from tokenizer.json.
+    (hf_dir / "tokenizer.json").write_text(json.dumps({"model": {"vocab": {f"<t{i}>": i for i in range(256)}}, "added_tokens": []}))
+    argv, sys.argv = sys.argv, ["convert_hf_to_gguf.py", str(hf_dir), "--outtype", "f32", "--outfile", str(out_file)]
+    try:
+        conv.main()
+    finally:
+        sys.argv = argv
+
+
+def gguf_fixture_of_family(kind):
+    """gguf_{kind}/: model.gguf (the random model converted by llama.cpp) and transformers' reference for the
+    same weights (tokens, logits, residual streams, layer-0 pattern)."""
+    import tempfile
+    cfg = random_config(kind, for_gguf=True)
+    model = random_model(kind, cfg)
+    d = OUT / f"gguf_{kind}"
+    d.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        convert_to_gguf(pathlib.Path(tmp), d / "model.gguf")
+    ids = save_reference(model, cfg, d)
+    if kind in MOE:
+        moe_routing(model, cfg, ids, d)
+    print(f"gguf_{kind}: wrote {d}")
 
 
 MOE = ["mixtral", "olmoe"]
@@ -195,25 +301,28 @@ def moe_routing(model, cfg, ids, d):
         print(f"  layer {l}: {len(sets)} distinct expert sets over {len(ids)} tokens, smallest top-{k} gap {gap:.2e}")
 
 
-def moe_gguf_fixture():
-    """mixtral_llama_arch.gguf: the metadata of a llama.cpp Mixtral conversion (general.architecture "llama"
-    with llama.expert_count), one dummy tensor; sinkscope must refuse it and point to the Hugging Face directory."""
+def rope_freqs_gguf_fixture():
+    """llama_rope_freqs.gguf: the metadata of a Llama 3.1 conversion, which stores its RoPE frequency factors as
+    the tensor rope_freqs.weight; sinkscope must refuse it (naming the tensor) rather than rotate without them."""
     import gguf
-    w = gguf.GGUFWriter(str(OUT / "mixtral_llama_arch.gguf"), "llama")
+    w = gguf.GGUFWriter(str(OUT / "llama_rope_freqs.gguf"), "llama")
     w.add_block_count(1); w.add_embedding_length(8); w.add_context_length(16); w.add_head_count(2)
-    w.add_feed_forward_length(16); w.add_expert_count(4); w.add_expert_used_count(2)
-    w.add_layer_norm_rms_eps(1e-5)
+    w.add_feed_forward_length(16); w.add_layer_norm_rms_eps(1e-5)
     w.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+    w.add_tensor("rope_freqs.weight", np.ones(2, dtype=np.float32))
     w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
 
 
 def main():
+    if sys.argv[1:2] == ["gguf"]:
+        # GGUF files of the newer families, written by llama.cpp's converter: gguf gemma2 phi3 …
+        for kind in sys.argv[2:] or GGUF_FAMILIES:
+            gguf_fixture_of_family(kind)
+        return
     if sys.argv[1:2] == ["random"]:
         # Only the named random-weight fixtures (others stay as they were made): random gemma2 phi3 …
         for kind in sys.argv[2:] or NEW_FAMILIES:
             random_fixture(kind)
-        if "mixtral" in (sys.argv[2:] or NEW_FAMILIES):
-            moe_gguf_fixture()
         return
     if not SMOL.exists():
         sys.exit(f"{SMOL} missing: run scripts/fetch_model.sh first")
@@ -225,7 +334,9 @@ def main():
     gguf_fixture("stories260K", STORIES, story_ids, layers=[0, 1, 2, 3], pattern_layers=[0, 4])
     for kind in ["llama", "mistral", "qwen2", "qwen3", "gpt2"] + NEW_FAMILIES:
         random_fixture(kind)
-    moe_gguf_fixture()
+    for kind in GGUF_FAMILIES:
+        gguf_fixture_of_family(kind)
+    rope_freqs_gguf_fixture()
 
 
 if __name__ == "__main__":

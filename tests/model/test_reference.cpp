@@ -470,17 +470,66 @@ TEST_CASE("mixture-of-experts configs: validation, ties, JSON, training refusal 
     CHECK((d.cast<float>() - f).cwiseAbs().maxCoeff() < 1e-4);
 }
 
-TEST_CASE("a mixture-of-experts GGUF is refused with a pointer to the Hugging Face directory", "[model]") {
-    // llama.cpp writes Mixtral as general.architecture "llama" with llama.expert_count; OLMoE's GGUF arch
-    // "olmoe" is a Hugging Face model_type only, which the loader's message says as well.
-    const std::string path = test::fixture("model/mixtral_llama_arch.gguf");
+TEST_CASE("GGUF files written by llama.cpp's converter agree with Hugging Face transformers", "[reference][model]") {
+    // gguf_{kind}/model.gguf is a random model converted by llama.cpp's own convert_hf_to_gguf.py (tensor
+    // names, fused and stacked tensors, the Gemma norm shift and the metadata are the peer's, not ours); the
+    // reference is transformers on the same weights, at the tolerances of the safetensors fixtures.
+    struct Expect { const char* kind; const char* family; };
+    for (const Expect x : {Expect{"gemma2", "gemma2"}, Expect{"gemma3", "gemma3"}, Expect{"phi3", "phi3"}, Expect{"olmo2", "olmo2"},
+                           Expect{"gpt_neox", "gpt_neox"}, Expect{"mixtral", "llama"}, Expect{"olmoe", "olmoe"}}) {
+        SECTION(x.kind) {
+            const std::string dir = test::fixture(std::string("model/gguf_") + x.kind);
+            const auto m = load_model<float>(dir + "/model.gguf");
+            const Config& c = m.config;
+            CHECK(m.format == "gguf");
+            CHECK(c.architecture == x.family);
+            // Each file's mechanism was read from the peer's metadata, not defaulted.
+            const std::string kind = x.kind;
+            if (kind == "gemma2") {
+                CHECK(c.attn_softcap == 5.0); CHECK(c.logit_softcap == 3.0);
+                CHECK(c.layer_windows == std::vector<std::int64_t>{8, 0, 8, 0});
+                CHECK(c.norm_placement == NormPlacement::sandwich);
+            }
+            if (kind == "gemma3") {
+                CHECK(c.layer_windows == std::vector<std::int64_t>{8, 8, 8, 8, 8, 0});
+                CHECK(c.rope_base == 1e6); CHECK(c.rope_base_sliding == 10000.0);
+                CHECK((c.qk_norm && c.qk_norm_scope == QkNormScope::head));
+            }
+            if (kind == "phi3") CHECK(c.rotary_dim == 6);
+            if (kind == "olmo2") CHECK((c.norm_placement == NormPlacement::output && c.qk_norm_scope == QkNormScope::projection));
+            if (kind == "gpt_neox") CHECK((c.parallel_residual && c.rotary_dim == 4 && c.norm == NormKind::layernorm));
+            if (kind == "mixtral" || kind == "olmoe") {
+                CHECK(c.ffn == FfnKind::moe);
+                CHECK(c.moe_normalize_topk == (kind == "mixtral"));
+                const auto tokens = read_tokens(dir + "/tokens.npy");
+                const auto cache = moe_capture(m, tokens);
+                for (std::int64_t l = 0; l < c.n_layers; ++l) {
+                    const auto ref = io::read_npy<std::int32_t>(dir + "/chosen_L" + std::to_string(l) + ".npy").data;
+                    const auto& chosen = cache[hook_name("chosen_experts", l)].data;
+                    REQUIRE(chosen.size() == ref.size());
+                    int mismatches = 0;
+                    for (std::size_t i = 0; i < ref.size(); ++i) mismatches += chosen[i] != float(ref[i]);
+                    INFO(kind << " layer " << l << ": " << mismatches << " chosen experts differ from Hugging Face's");
+                    CHECK(mismatches == 0);
+                }
+            }
+            check_against_fixture(m, dir);
+        }
+    }
+}
+
+TEST_CASE("a GGUF with RoPE frequency factors is refused, naming the tensor", "[model]") {
+    // Llama 3.1 conversions store their scaled RoPE frequencies as rope_freqs.weight; rotating without them
+    // would be silently wrong.
+    const std::string path = test::fixture("model/llama_rope_freqs.gguf");
     try {
         load_model<float>(path);
-        FAIL("a mixture-of-experts GGUF loaded");
+        FAIL("a GGUF with rope_freqs.weight loaded");
     } catch (const Error& e) {
         const std::string what = e.what();
         INFO(what);
-        CHECK(what.find("expert_count = 4") != std::string::npos);
-        CHECK(what.find("Hugging Face directory") != std::string::npos);
+        CHECK(what.find("rope_freqs.weight") != std::string::npos);
+        CHECK(what.find("llama_rope_freqs.gguf") != std::string::npos);
+        CHECK(what.find("frequency factors") != std::string::npos);
     }
 }

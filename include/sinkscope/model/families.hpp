@@ -25,14 +25,15 @@ struct TensorNames {
     std::string tok_embed, pos_embed, final_norm, final_norm_bias, lm_head;
     std::string attn_norm, attn_norm_bias, attn_post_norm, ffn_norm, ffn_norm_bias, ffn_post_norm;
     std::string wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm;
-    std::string qkv, qkv_bias;  // a fused q|k|v projection (read when wq is empty)
+    std::string qkv, qkv_bias;  // a fused q|k|v projection (read when wq is empty, or when the checkpoint has it)
     std::string w_gate, w_up, w_down, b_up, b_down;
-    std::string gate_up;        // a fused gate|up projection (read when w_gate is empty)
+    std::string gate_up;        // a fused gate|up projection (read when w_gate is empty, or when present)
     // Mixture of experts: the router (E × d) and each expert's SwiGLU projections ("{e}"), or the experts
     // fused into one tensor each, (E, 2·d_ff, d) gate|up and (E, d, d_ff) down, as transformers ≥ 5 holds
     // them in memory (read when the checkpoint lacks the per-expert tensors).
     std::string router, expert_gate, expert_up, expert_down;
     std::string experts_gate_up, experts_down;
+    std::string experts_gate, experts_up;  // the experts stacked per projection, (E, d_ff, d) each (GGUF)
 };
 
 // How a fused QKV projection orders its rows.
@@ -106,6 +107,8 @@ public:
         return md_[a_ + key].get<V>();
     }
     template <class V> V get_or(const std::string& key, V dflt) const { return has(key) ? md_[a_ + key].get<V>() : dflt; }
+    const nlohmann::json& at(const std::string& key) const { return md_.at(a_ + key); }
+    std::string full_name(const std::string& key) const { return a_ + key; }
     [[noreturn]] void fail(const std::string& what) const { throw Error(what, {path_, "", {}}); }
 
 private:
@@ -247,7 +250,62 @@ inline TensorNames gguf_llama_names() {
     n.bq = L + "attn_q.bias"; n.bk = L + "attn_k.bias"; n.bv = L + "attn_v.bias"; n.bo = L + "attn_output.bias";
     n.q_norm = L + "attn_q_norm.weight"; n.k_norm = L + "attn_k_norm.weight";
     n.w_gate = L + "ffn_gate.weight"; n.w_up = L + "ffn_up.weight"; n.w_down = L + "ffn_down.weight";
+    // Mixtral and OLMoE: the router and each projection of all experts stacked, (E, d_ff, d) and (E, d, d_ff).
+    n.router = L + "ffn_gate_inp.weight";
+    n.experts_gate = L + "ffn_gate_exps.weight"; n.experts_up = L + "ffn_up_exps.weight"; n.experts_down = L + "ffn_down_exps.weight";
     return n;
+}
+
+// The GGUF names of the sandwich and output norms (Gemma 2/3, OLMo-2).
+inline TensorNames gguf_post_norm_names(TensorNames n) {
+    n.attn_post_norm = "blk.{l}.post_attention_norm.weight";
+    n.ffn_post_norm = "blk.{l}.post_ffw_norm.weight";
+    return n;
+}
+
+// The llama.cpp reading of a GGUF: a family's GGUF stores only some hyperparameters; what it leaves out
+// (the 27B Gemmas' attention scale, sliding patterns, soft-cap defaults) llama.cpp derives from the
+// architecture, and a file means what llama.cpp computes with it. The rules below are llama.cpp's
+// (src/models/<family>.cpp, load_arch_hparams), stated here as facts.
+
+// Sliding and global layers: attention.sliding_window_pattern is a per-layer list (true: sliding) or a
+// period n (layer l slides unless l % n == n − 1), else the family's period.
+inline void gguf_layer_windows(Config& c, const GgufKeys& k, std::int64_t window, std::int64_t period) {
+    c.layer_windows.assign(std::size_t(c.n_layers), 0);
+    const std::string key = "attention.sliding_window_pattern";
+    if (k.has(key) && k.at(key).is_array()) {
+        const nlohmann::json& layers = k.at(key);
+        if (std::int64_t(layers.size()) != c.n_layers) k.fail(k.full_name(key) + " does not list every layer");
+        for (std::int64_t l = 0; l < c.n_layers; ++l)
+            if (layers[std::size_t(l)].get<bool>()) c.layer_windows[std::size_t(l)] = window;
+    } else {
+        if (k.has(key)) period = k.get<std::int64_t>(key);
+        for (std::int64_t l = 0; l < c.n_layers; ++l)
+            if (period == 0 || l % period < period - 1) c.layer_windows[std::size_t(l)] = window;
+    }
+    for (auto& w : c.layer_windows) if (w >= c.context_length) w = 0;
+}
+
+// Gemma 2 and 3 in GGUF: the converter stores the (1 + g) gains already shifted (g + 1), so they are read
+// as they are; the attention scale is 1/√(d/H) for the 27B models (46 and 62 layers), else 1/√d_h
+// (query_pre_attn_scalar is not stored); √d embedding scale in float as llama.cpp's sqrtf.
+inline void gguf_gemma(Config& c, const GgufKeys& k, bool is_27b) {
+    c.norm = NormKind::rmsnorm;
+    c.norm_eps = k.get<double>("attention.layer_norm_rms_epsilon");
+    c.norm_placement = NormPlacement::sandwich;
+    c.ffn = FfnKind::swiglu;
+    c.activation = Activation::gelu_tanh;
+    c.positions = PositionKind::rope;
+    c.rope_layout = RopeLayout::half_split;
+    c.rope_base = k.get_or<double>("rope.freq_base", 10000.0);
+    c.embed_scale = double(float(std::sqrt(double(c.d_model))));
+    c.attn_scale = 1.0 / std::sqrt(double(is_27b ? c.d_model / c.n_heads : c.head_dim));
+}
+
+// The rotated dimensions of each head (rope.dimension_count; all of them when absent).
+inline void gguf_rotary_dim(Config& c, const GgufKeys& k) {
+    const std::int64_t n_rot = k.get_or<std::int64_t>("rope.dimension_count", c.head_dim);
+    if (n_rot != c.head_dim) c.rotary_dim = n_rot;
 }
 
 // The Llama layout with a mixture of experts in place of the FFN: the router, each expert's gate, up and
@@ -268,7 +326,8 @@ inline TensorNames hf_moe_names(const std::string& router, const std::string& ex
 inline std::vector<Family> make_families() {
     std::vector<Family> f;
     auto llama = [](Config& c, const HfKeys& k) { hf_llama_like(c, k); };
-    auto interleaved = [](Config& c, const GgufKeys& k) { gguf_llama_like(c, k, RopeLayout::interleaved); };
+    // llama.cpp's Llama graph renormalises the top-k expert weights (Mixtral is written as arch "llama").
+    auto interleaved = [](Config& c, const GgufKeys& k) { gguf_llama_like(c, k, RopeLayout::interleaved); c.moe_normalize_topk = true; };
     auto half_split = [](Config& c, const GgufKeys& k) { gguf_llama_like(c, k, RopeLayout::half_split); };
     f.push_back({"llama", {"llama"}, {"llama"}, llama, hf_llama_names(), gguf_llama_names(), interleaved});
     f.push_back({"mistral", {"mistral"}, {"mistral"},
@@ -326,10 +385,21 @@ inline std::vector<Family> make_families() {
         hf.ffn_norm = "model.layers.{l}.pre_feedforward_layernorm.weight";
         hf.attn_post_norm = "model.layers.{l}.post_attention_layernorm.weight";
         hf.ffn_post_norm = "model.layers.{l}.post_feedforward_layernorm.weight";
-        Family g{"gemma2", {"gemma2"}, {}, [](Config& c, const HfKeys& k) { hf_gemma(c, k); k.require_default_rope(); c.rope_base = k.rope_theta(); }, hf, {}};
+        const TensorNames gg = gguf_post_norm_names(gguf_llama_names());
+        Family g{"gemma2", {"gemma2"}, {"gemma2"}, [](Config& c, const HfKeys& k) { hf_gemma(c, k); k.require_default_rope(); c.rope_base = k.rope_theta(); },
+                 hf, gg,
+                 [](Config& c, const GgufKeys& k) {
+                     gguf_gemma(c, k, c.n_layers == 46);
+                     // llama.cpp's defaults when a key is absent: caps 50 and 30, a 4096 window every other layer.
+                     c.attn_softcap = k.get_or<double>("attn_logit_softcapping", 50.0);
+                     c.logit_softcap = k.get_or<double>("final_logit_softcapping", 30.0);
+                     gguf_layer_windows(c, k, k.get_or<std::int64_t>("attention.sliding_window", 4096), 2);
+                     const double swa_base = k.get_or<double>("rope.freq_base_swa", c.rope_base);
+                     if (swa_base != c.rope_base) c.rope_base_sliding = swa_base;
+                 }};
         g.hf_norm_offset = 1;
         f.push_back(g);
-        Family g3{"gemma3", {"gemma3_text"}, {},
+        Family g3{"gemma3", {"gemma3_text"}, {"gemma3"},
                   [](Config& c, const HfKeys& k) {
                       hf_gemma(c, k);
                       c.qk_norm = true;
@@ -342,7 +412,19 @@ inline std::vector<Family> make_families() {
                       else c.rope_base_sliding = k.get_or<double>({"rope_local_base_freq"}, 10000.0);
                       if (c.rope_base_sliding == c.rope_base) c.rope_base_sliding = 0;
                   },
-                  hf, {}};
+                  hf, gg,
+                  [](Config& c, const GgufKeys& k) {
+                      gguf_gemma(c, k, c.n_layers == 62);
+                      c.logit_softcap = k.get_or<double>("final_logit_softcapping", 0.0);
+                      // Sliding layers only with a window: five in six slide (llama.cpp's period), RoPE base
+                      // rope.freq_base_swa (10000 when absent).
+                      const std::int64_t window = k.get_or<std::int64_t>("attention.sliding_window", 0);
+                      if (window > 0) {
+                          gguf_layer_windows(c, k, window, 6);
+                          const double swa_base = k.get_or<double>("rope.freq_base_swa", 10000.0);
+                          if (swa_base != c.rope_base) c.rope_base_sliding = swa_base;
+                      }
+                  }};
         g3.hf_norm_offset = 1;
         f.push_back(g3);
     }
@@ -351,27 +433,49 @@ inline std::vector<Family> make_families() {
         hf.wq = hf.wk = hf.wv = hf.w_gate = hf.w_up = "";
         hf.qkv = "model.layers.{l}.self_attn.qkv_proj.weight";
         hf.gate_up = "model.layers.{l}.mlp.gate_up_proj.weight";
-        f.push_back({"phi3", {"phi3"}, {},
+        // In GGUF: attn_qkv (or attn_q/k/v, as the converter chose) and ffn_up holding gate|up.
+        TensorNames gg = gguf_llama_names();
+        gg.qkv = "blk.{l}.attn_qkv.weight";
+        gg.w_gate = gg.w_up = "";
+        gg.gate_up = "blk.{l}.ffn_up.weight";
+        f.push_back({"phi3", {"phi3"}, {"phi3"},
                      [](Config& c, const HfKeys& k) {
                          hf_llama_like(c, k);
                          if (k.has("sliding_window")) c.sliding_window = k.get<std::int64_t>({"sliding_window"});
                          if (c.sliding_window >= c.context_length) c.sliding_window = 0;
                      },
-                     hf, {}});
+                     hf, gg,
+                     [](Config& c, const GgufKeys& k) {
+                         // LongRoPE (the 128k models) stores rope_factors tensors and a scaling type: refused
+                         // by gguf_llama_like. The window is applied as Hugging Face applies it (llama.cpp
+                         // turns Phi-3's off with a warning).
+                         gguf_llama_like(c, k, RopeLayout::half_split);
+                         gguf_rotary_dim(c, k);
+                     }});
     }
     {
         TensorNames hf = hf_llama_names();  // OLMo-2: norms after attention and MLP, none before
         hf.attn_norm = hf.ffn_norm = "";
         hf.attn_post_norm = "model.layers.{l}.post_attention_layernorm.weight";
         hf.ffn_post_norm = "model.layers.{l}.post_feedforward_layernorm.weight";
-        f.push_back({"olmo2", {"olmo2"}, {},
+        TensorNames gg = gguf_post_norm_names(gguf_llama_names());
+        gg.attn_norm = gg.ffn_norm = "";
+        f.push_back({"olmo2", {"olmo2"}, {"olmo2"},
                      [](Config& c, const HfKeys& k) {
                          hf_llama_like(c, k);
                          c.norm_placement = NormPlacement::output;
                          c.qk_norm = true;
                          c.qk_norm_scope = QkNormScope::projection;
                      },
-                     hf, {}});
+                     hf, gg,
+                     [](Config& c, const GgufKeys& k) {
+                         gguf_llama_like(c, k, RopeLayout::half_split);
+                         c.sliding_window = 0;  // OLMo-3's sliding layers (a per-layer pattern) are not read yet
+                         if (k.get_or<std::int64_t>("attention.sliding_window", 0) > 0) k.fail("OLMo-3 sliding-window layers are not supported");
+                         c.norm_placement = NormPlacement::output;
+                         c.qk_norm = true;
+                         c.qk_norm_scope = QkNormScope::projection;
+                     }});
     }
     {
         TensorNames hf;  // GPT-NeoX / Pythia
@@ -384,7 +488,14 @@ inline std::vector<Family> make_families() {
         hf.wo = L + "attention.dense.weight"; hf.bo = L + "attention.dense.bias";
         hf.w_up = L + "mlp.dense_h_to_4h.weight"; hf.b_up = L + "mlp.dense_h_to_4h.bias";
         hf.w_down = L + "mlp.dense_4h_to_h.weight"; hf.b_down = L + "mlp.dense_4h_to_h.bias";
-        Family g{"gpt_neox", {"gpt_neox"}, {},
+        // In GGUF (arch "gptneox") the converter reorders the per-head q|k|v rows into [q | k | v].
+        TensorNames gg = gguf_llama_names();
+        gg.final_norm_bias = "output_norm.bias";
+        gg.attn_norm_bias = "blk.{l}.attn_norm.bias"; gg.ffn_norm_bias = "blk.{l}.ffn_norm.bias";
+        gg.wq = gg.wk = gg.wv = gg.bq = gg.bk = gg.bv = gg.w_gate = "";
+        gg.qkv = "blk.{l}.attn_qkv.weight"; gg.qkv_bias = "blk.{l}.attn_qkv.bias";
+        gg.b_up = "blk.{l}.ffn_up.bias"; gg.b_down = "blk.{l}.ffn_down.bias";
+        Family g{"gpt_neox", {"gpt_neox"}, {"gptneox"},
                  [](Config& c, const HfKeys& k) {
                      c.norm = NormKind::layernorm; c.norm_bias = true;
                      c.ffn = FfnKind::gelu;
@@ -396,7 +507,21 @@ inline std::vector<Family> make_families() {
                      c.mlp_bias = true;
                      c.tied_embeddings = k.get_or<bool>({"tie_word_embeddings"}, false);
                  },
-                 hf, {}};
+                 hf, gg,
+                 [](Config& c, const GgufKeys& k) {
+                     c.norm = NormKind::layernorm; c.norm_bias = true;
+                     c.norm_eps = k.get<double>("attention.layer_norm_epsilon");
+                     c.ffn = FfnKind::gelu;
+                     // Pythia's hidden_act is the exact (erf) GELU; the GGUF does not say, and llama.cpp
+                     // computes the tanh approximation. The model's own function is used here.
+                     c.activation = Activation::gelu_erf;
+                     c.positions = PositionKind::rope;
+                     c.rope_layout = RopeLayout::half_split;
+                     c.rope_base = k.get_or<double>("rope.freq_base", 10000.0);
+                     gguf_rotary_dim(c, k);
+                     c.parallel_residual = k.get_or<bool>("use_parallel_residual", true);
+                     c.qkv_bias = c.out_bias = c.mlp_bias = true;
+                 }};
         g.hf_fused = FusedQkv::per_head;
         f.push_back(g);
     }
@@ -417,7 +542,7 @@ inline std::vector<Family> make_families() {
         // OLMoE: Llama with QK-norm over the whole q and k projections (as OLMo-2, but pre-norm) and a
         // mixture of experts whose top-k weights are renormalised only with norm_topk_prob.
         const TensorNames ol = hf_moe_names(L + "mlp.gate.weight", L + "mlp.experts.{e}.", "gate_proj", "up_proj", "down_proj");
-        f.push_back({"olmoe", {"olmoe"}, {},
+        f.push_back({"olmoe", {"olmoe"}, {"olmoe"},
                      [](Config& c, const HfKeys& k) {
                          hf_llama_like(c, k);
                          c.out_bias = c.qkv_bias;  // OlmoeAttention: o_proj has a bias with attention_bias
@@ -426,7 +551,15 @@ inline std::vector<Family> make_families() {
                          if (k.has("clip_qkv")) k.fail("clip_qkv (clamping q, k and v) is not supported");
                          hf_moe(c, k, k.get_or<bool>({"norm_topk_prob"}, false));
                      },
-                     ol, {}});
+                     ol, gguf_llama_names(),
+                     [](Config& c, const GgufKeys& k) {
+                         // llama.cpp's OLMoE graph: QK-norm over the whole projections, top-k weights not
+                         // renormalised (as OLMoE-1B-7B's norm_topk_prob = false).
+                         gguf_llama_like(c, k, RopeLayout::half_split);
+                         c.qk_norm = true;
+                         c.qk_norm_scope = QkNormScope::projection;
+                         c.moe_normalize_topk = false;
+                     }});
     }
     return f;
 }

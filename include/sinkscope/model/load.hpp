@@ -212,7 +212,9 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
         LayerWeights<T>& L = w.layers[l];
         if (c.norm_placement != NormPlacement::output) norm(L.attn_norm, names.attn_norm, names.attn_norm_bias, l, "attention norm");
         if (c.has_post_norm()) norm(L.attn_post_norm, names.attn_post_norm, "", l, "post-attention norm");
-        if (!names.wq.empty()) {
+        // A fused q|k|v where the family has only that, or where this checkpoint has it (Phi-3 GGUF: either).
+        const bool fused_qkv = names.wq.empty() || (!names.qkv.empty() && s.has(full(names.qkv, l)));
+        if (!fused_qkv) {
             L.wq = matrix(names.wq, l, q, d, "W_Q");
             L.wk = matrix(names.wk, l, kv, d, "W_K");
             L.wv = matrix(names.wv, l, kv, d, "W_V");
@@ -234,7 +236,7 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
             if (c.norm_placement != NormPlacement::output) norm(L.ffn_norm, names.ffn_norm, names.ffn_norm_bias, l, "FFN norm");
             if (c.has_post_norm()) norm(L.ffn_post_norm, names.ffn_post_norm, "", l, "post-FFN norm");
         }
-        if (c.ffn == FfnKind::swiglu && names.w_gate.empty()) {
+        if (c.ffn == FfnKind::swiglu && (names.w_gate.empty() || (!names.gate_up.empty() && s.has(full(names.gate_up, l))))) {
             const Mat<T> gate_up = matrix(names.gate_up, l, 2 * c.d_ff, d, "fused gate/up");
             L.w_gate = gate_up.topRows(c.d_ff);
             L.w_up = gate_up.bottomRows(c.d_ff);
@@ -259,6 +261,18 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
                     x.w_gate = matrix(names.expert_gate, l, f, d, "expert W_gate", e);
                     x.w_up = matrix(names.expert_up, l, f, d, "expert W_in", e);
                     x.w_down = matrix(names.expert_down, l, d, f, "expert W_out", e);
+                }
+            } else if (!names.experts_gate.empty()) {  // … or each projection of all experts in one tensor (GGUF)
+                need(names.experts_down, "stacked experts' down");
+                Mat<T> gate(E * f, d), up(E * f, d), down(E * d, f);
+                fill_tensor<T>(s, full(names.experts_gate, l), {E, f, d}, gate.data());
+                fill_tensor<T>(s, full(names.experts_up, l), {E, f, d}, up.data());
+                fill_tensor<T>(s, full(names.experts_down, l), {E, d, f}, down.data());
+                for (std::int64_t e = 0; e < E; ++e) {
+                    ExpertWeights<T>& x = L.experts[std::size_t(e)];
+                    x.w_gate = gate.middleRows(e * f, f);
+                    x.w_up = up.middleRows(e * f, f);
+                    x.w_down = down.middleRows(e * d, d);
                 }
             } else {  // … else every expert in one tensor: (E, 2·d_ff, d) gate|up and (E, d, d_ff)
                 need(names.experts_gate_up, "fused experts' gate/up");
@@ -298,10 +312,9 @@ inline Config gguf_config(const io::GgufFile& f) {
                     {f.path(), "", {}});
     }
     const GgufKeys k(md, arch, f.path());
-    // llama.cpp stores Mixtral under general.architecture "llama", its experts as blk.{l}.ffn_*_exps.
-    if (k.get_or<std::int64_t>("expert_count", 0) > 0)
-        k.fail("mixture-of-experts GGUF (" + arch + ".expert_count = " + std::to_string(k.get<std::int64_t>("expert_count")) +
-               ") is not supported; its Hugging Face directory can be loaded");
+    // Per-dimension RoPE frequency factors (Llama 3.1's rope_freqs, Phi-3's LongRoPE) change every rotation.
+    for (const char* factors : {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"})
+        if (f.find(factors) != nullptr) throw Error("RoPE frequency factors are not supported", {f.path(), factors, f.find(factors)->offset});
     Config c;
     c.architecture = fam->name;
     c.n_layers = k.get<std::int64_t>("block_count");
@@ -315,6 +328,14 @@ inline Config gguf_config(const io::GgufFile& f) {
     c.vocab_size = k.get_or<std::int64_t>("vocab_size", embed.shape.size() == 2 ? embed.shape[1] : 0);
     c.tied_embeddings = f.find(fam->gguf.lm_head) == nullptr;
     fam->gguf_config(c, k);
+    // A mixture of experts in place of the FFN: llama.cpp writes Mixtral as arch "llama" with expert_count.
+    if (k.get_or<std::int64_t>("expert_count", 0) > 0) {
+        c.ffn = FfnKind::moe;
+        c.n_experts = k.get<std::int64_t>("expert_count");
+        c.n_experts_used = k.get<std::int64_t>("expert_used_count");
+        if (k.get_or<std::int64_t>("expert_gating_func", 1) != 1)  // gguf-py's ExpertGatingFuncType: 1 = softmax
+            k.fail("expert gating other than softmax is not supported");
+    }
     // Optional tensors tell which switches are on: biases of q, k, v (Qwen2) and QK-norm (Qwen3).
     if (!fam->gguf.bq.empty()) c.qkv_bias = c.qkv_bias || f.find(layer_name(fam->gguf.bq, 0)) != nullptr;
     if (!fam->gguf.q_norm.empty()) c.qk_norm = c.qk_norm || f.find(layer_name(fam->gguf.q_norm, 0)) != nullptr;
