@@ -533,3 +533,26 @@ TEST_CASE("a GGUF with RoPE frequency factors is refused, naming the tensor", "[
         CHECK(what.find("frequency factors") != std::string::npos);
     }
 }
+
+TEST_CASE("a config value of the wrong type is an Error naming the key and the file", "[model]") {
+    const fs::path dir = fs::temp_directory_path() / ("sinkscope_badtype_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string src = test::fixture("model/random_llama");
+    fs::copy_file(src + "/model.safetensors", dir / "model.safetensors");
+    std::ifstream in(src + "/config.json");
+    nlohmann::json j = nlohmann::json::parse(in);
+    j["hidden_size"] = "48";  // a string where a number belongs
+    std::ofstream(dir / "config.json") << j.dump();
+    try {
+        load_model<float>(dir.string());
+        FAIL("a config with a string hidden_size loaded");
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        INFO(what);
+        CHECK(what.find("'hidden_size'") != std::string::npos);
+        CHECK(what.find("string") != std::string::npos);
+        CHECK(what.find("config.json") != std::string::npos);
+    }
+    fs::remove_all(dir);
+}

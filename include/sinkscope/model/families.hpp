@@ -20,6 +20,17 @@
 
 namespace sinkscope::model {
 
+// A config or metadata value as V; a value of another type (a string where a number belongs) is an Error
+// naming the key and the file, not a JSON library exception.
+template <class V>
+V typed(const nlohmann::json& value, const std::string& key, const std::string& path) {
+    try {
+        return value.get<V>();
+    } catch (const nlohmann::json::exception&) {
+        throw Error("key '" + key + "' holds a " + value.type_name() + ", not the expected type", {path, "", {}});
+    }
+}
+
 // Where each parameter of Weights lives in one checkpoint format.
 struct TensorNames {
     std::string tok_embed, pos_embed, final_norm, final_norm_bias, lm_head;
@@ -53,9 +64,12 @@ public:
         for (const char* k : keys) names += (names.empty() ? "'" : " or '") + std::string(k) + "'";
         throw Error("config key " + names + " is missing", {path_, "", {}});
     }
-    template <class V> V get(std::initializer_list<const char*> keys) const { return first(keys).get<V>(); }
+    template <class V> V get(std::initializer_list<const char*> keys) const {
+        for (const char* k : keys) if (has(k)) return typed<V>(j_[k], k, path_);
+        return first(keys).get<V>();  // throws the missing-key Error
+    }
     template <class V> V get_or(std::initializer_list<const char*> keys, V dflt) const {
-        for (const char* k : keys) if (has(k)) return j_[k].get<V>();
+        for (const char* k : keys) if (has(k)) return typed<V>(j_[k], k, path_);
         return dflt;
     }
     const nlohmann::json& json() const { return j_; }
@@ -104,9 +118,9 @@ public:
     bool has(const std::string& key) const { return md_.contains(a_ + key); }
     template <class V> V get(const std::string& key) const {
         if (!has(key)) throw Error("metadata key '" + a_ + key + "' is missing", {path_, "", {}});
-        return md_[a_ + key].get<V>();
+        return typed<V>(md_[a_ + key], a_ + key, path_);
     }
-    template <class V> V get_or(const std::string& key, V dflt) const { return has(key) ? md_[a_ + key].get<V>() : dflt; }
+    template <class V> V get_or(const std::string& key, V dflt) const { return has(key) ? get<V>(key) : dflt; }
     const nlohmann::json& at(const std::string& key) const { return md_.at(a_ + key); }
     std::string full_name(const std::string& key) const { return a_ + key; }
     [[noreturn]] void fail(const std::string& what) const { throw Error(what, {path_, "", {}}); }

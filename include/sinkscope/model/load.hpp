@@ -303,7 +303,7 @@ inline Config gguf_config(const io::GgufFile& f) {
     const auto& md = f.metadata();
     auto it = md.find("general.architecture");
     if (it == md.end()) throw Error("metadata key 'general.architecture' is missing", {f.path(), "", {}});
-    const std::string arch = it->get<std::string>();
+    const std::string arch = typed<std::string>(*it, "general.architecture", f.path());
     const Family* fam = family_of_gguf_arch(arch);
     if (!fam) {
         const bool hf_only = family_of_hf_type(arch) != nullptr;
