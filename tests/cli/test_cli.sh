@@ -77,7 +77,7 @@ open(sys.argv[1], "wb").write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pa
 PY
 "$bin" info "$work/arch_u32.gguf" > "$work/arch_u32.log" 2>&1
 check "a metadata value of the wrong type exits 2" test $? -eq 2
-check "a metadata value of the wrong type names the file" grep -q "wrong type.*arch_u32.gguf" "$work/arch_u32.log"
+check "a metadata value of the wrong type names the key and the file" grep -q "general.architecture.*arch_u32.gguf" "$work/arch_u32.log"
 # A model whose float32 weights need twice the memory available is refused before anything is allocated.
 avail_kb=$(awk '/^MemAvailable:/ {print $2}' /proc/meminfo)
 rows=$(( (2 * avail_kb * 1024 / (4 * 4096)) + 1 ))
