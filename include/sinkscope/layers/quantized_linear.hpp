@@ -1,0 +1,474 @@
+// The linear layer y = x Wᵀ + b with W in a GGUF block type, read in place (issue 11, item 1). Forward only.
+//
+// A 7B Q4_K_M model dequantized to float32 at load needs 30 GB; here W stays in its file bytes (a
+// QuantMatrix is a non-owning view: a memory-mapped tensor, say) and a product reads it directly. Two
+// paths, chosen by QuantCompute:
+//
+//   exact  Dequantize a tile of kExactTileRows rows of W (io::dequantize, so the values are bit for bit
+//          ggml's) into a per-thread float buffer and multiply with Eigen's GEMM; OpenMP over tiles.
+//          The result is the dense linear_forward's on the dequantized matrix up to float summation order.
+//          Every supported type (io::is_supported). Extra memory: one tile per thread.
+//
+//   int8   llama.cpp's idea (activations in 8 bits, integer dot products), laid out for a GEMM. Each row of
+//          x is quantized in blocks of 32: s_b = max|x| / 127, a_j = round(x_j / s_b) ∈ [-127, 127]. Each
+//          weight block is read as unsigned integers u_j with a per-group affine map
+//                w_j = g_k u_j + c_k                       (group k = 32 values, 16 for Q6_K)
+//            Q8_0: u = q + 128, c = -128 d      Q4_0: c = -8 d      Q5_0: c = -16 d      Q4_1/Q5_1: c = m
+//            Q4_K/Q5_K: g = d sc_k, c = -dmin m_k                  Q6_K: g = d sc_k, c = -32 g
+//          so that, with A_k = Σ_{j∈k} a_j,
+//                y = Σ_k s_{b(k)} ( g_k Σ_{j∈k} u_j a_j  +  c_k A_k ).
+//          Σ u_j a_j is exact in int32 (u ≤ 255, |a| ≤ 127, 32 terms); the rest is float. The kernel works
+//          on *panels* of 16 rows of W, repacked (per thread, on the fly) so that one 512-bit register
+//          holds 4 consecutive u's of each of the 16 rows: one `vpdpbusd` then advances 16 outputs of one
+//          token by 4 inputs, with the 4 activation bytes broadcast, and 8 tokens share each weight load.
+//          Dispatch at compile time: AVX512-VNNI (`__AVX512VNNI__`, the project builds with -march=native)
+//          or the portable scalar kernel (the oracle: tests run both and compare). Types: Q8_0, Q4_0,
+//          Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; any other supported type (F32, F16, BF16) takes the exact
+//          path. Error: the activation rounding alone, |Δy_i| ≤ Σ_j |W_ij| s_{b(j)} / 2 (+ float
+//          rounding), i.e. about 2^-8 of Σ_j |W_ij| max_b|x| per block; tests/model/test_quantized_linear.cpp
+//          pins that bound and the measured error.
+//
+// The block layouts are io/dequantize.hpp's (its comment has the table); the unpackers below read them
+// into (u, g, c) with its helpers (f16_at, load_qh, scale_min_k4) rather than into floats.
+#pragma once
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#if defined(__AVX512F__) && defined(__AVX512VNNI__)
+#include <immintrin.h>
+#define SINKSCOPE_QLINEAR_AVX512VNNI 1
+#endif
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "sinkscope/core/error.hpp"
+#include "sinkscope/io/dequantize.hpp"
+#include "sinkscope/io/ggml_types.hpp"
+#include "sinkscope/model/weights.hpp"
+
+namespace sinkscope::model {
+
+/// Which arithmetic a quantized product uses (see the file comment).
+enum class QuantCompute {
+    exact,  // dequantized tiles × Eigen float32 GEMM: the dense result up to summation order
+    int8,   // 8-bit activations, integer dot products (types without an int8 kernel use exact)
+};
+
+/// A non-owning view of a row-major GGUF weight: `rows` (out features) rows of `cols` (in features)
+/// values, each row cols / block_elements(type) consecutive blocks, starting at `data`.
+struct QuantMatrix {
+    io::GgmlType type = io::GgmlType::F32;
+    std::int64_t rows = 0;  // out features
+    std::int64_t cols = 0;  // in features
+    const std::uint8_t* data = nullptr;
+
+    QuantMatrix() = default;
+    /// Error if the type is unknown or not dequantizable, a size is negative, cols is not a multiple of
+    /// the block, or data is null for a non-empty matrix.
+    QuantMatrix(io::GgmlType type_, std::int64_t rows_, std::int64_t cols_, const std::uint8_t* data_)
+        : type(type_), rows(rows_), cols(cols_), data(data_) {
+        require(io::is_supported(type), "QuantMatrix: ggml type " + io::type_name(type) + " is not supported");
+        require(rows >= 0 && cols >= 0, "QuantMatrix: negative shape " + std::to_string(rows) + " x " +
+                                            std::to_string(cols));
+        const std::int64_t be = io::block_elements(type);
+        require(cols % be == 0, "QuantMatrix: " + std::to_string(cols) + " columns are not a whole number of " +
+                                    io::type_name(type) + " blocks of " + std::to_string(be));
+        require(data != nullptr || rows * cols == 0, "QuantMatrix: null data");
+    }
+
+    std::int64_t row_bytes() const { return cols / io::block_elements(type) * io::block_bytes(type); }
+    std::uint64_t bytes() const { return static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(row_bytes()); }
+    const std::uint8_t* row(std::int64_t r) const { return data + r * row_bytes(); }
+};
+
+/// True if the int8 path has a kernel for t (others fall back to the exact path).
+inline bool int8_kernel_available(io::GgmlType t) noexcept {
+    using io::GgmlType;
+    switch (t) {
+        case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0:
+        case GgmlType::Q5_1: case GgmlType::Q4_K: case GgmlType::Q5_K: case GgmlType::Q6_K: return true;
+        default: return false;
+    }
+}
+
+/// Rows of W dequantized at a time by the exact path (per thread: 128 × in floats).
+inline constexpr std::int64_t kExactTileRows = 128;
+
+namespace detail {
+
+// ---- unpackers: one block → u (block_elements bytes), g and c (one per group) -------------------------
+using io::detail::f16_at;
+using io::detail::load_qh;
+using io::detail::scale_min_k4;
+
+inline void unpack_q8_0(const std::uint8_t* b, std::uint8_t* u, float* g, float* c) noexcept {
+    const float d = f16_at(b);
+    for (int j = 0; j < 32; ++j) u[j] = static_cast<std::uint8_t>(b[2 + j] ^ 0x80u);  // q + 128
+    g[0] = d;
+    c[0] = -128.0f * d;
+}
+inline void unpack_q4_0(const std::uint8_t* b, std::uint8_t* u, float* g, float* c) noexcept {
+    const float d = f16_at(b);
+    const std::uint8_t* qs = b + 2;
+    for (int j = 0; j < 16; ++j) u[j] = qs[j] & 0x0F, u[j + 16] = static_cast<std::uint8_t>(qs[j] >> 4);
+    g[0] = d;
+    c[0] = -8.0f * d;
+}
+inline void unpack_q4_1(const std::uint8_t* b, std::uint8_t* u, float* g, float* c) noexcept {
+    const std::uint8_t* qs = b + 4;
+    for (int j = 0; j < 16; ++j) u[j] = qs[j] & 0x0F, u[j + 16] = static_cast<std::uint8_t>(qs[j] >> 4);
+    g[0] = f16_at(b);
+    c[0] = f16_at(b + 2);
+}
+inline void unpack_q5_0(const std::uint8_t* b, std::uint8_t* u, float* g, float* c) noexcept {
+    const float d = f16_at(b);
+    const std::uint32_t qh = load_qh(b + 2);
+    const std::uint8_t* qs = b + 6;
+    for (int j = 0; j < 16; ++j) {
+        u[j] = static_cast<std::uint8_t>((qs[j] & 0x0F) | (((qh >> j) & 1u) << 4));
+        u[j + 16] = static_cast<std::uint8_t>((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+    }
+    g[0] = d;
+    c[0] = -16.0f * d;
+}
+inline void unpack_q5_1(const std::uint8_t* b, std::uint8_t* u, float* g, float* c) noexcept {
+    const std::uint32_t qh = load_qh(b + 4);
+    const std::uint8_t* qs = b + 8;
+    for (int j = 0; j < 16; ++j) {
+        u[j] = static_cast<std::uint8_t>((qs[j] & 0x0F) | (((qh >> j) & 1u) << 4));
+        u[j + 16] = static_cast<std::uint8_t>((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+    }
+    g[0] = f16_at(b);
+    c[0] = f16_at(b + 2);
+}
+inline void unpack_q4_k(const std::uint8_t* b, std::uint8_t* u, float* g, float* c) noexcept {
+    const float d = f16_at(b), dmin = f16_at(b + 2);
+    const std::uint8_t* q = b + 16;
+    for (int s = 0; s < 8; ++s) {
+        std::uint8_t sc, m;
+        scale_min_k4(s, b + 4, sc, m);
+        g[s] = d * sc;
+        c[s] = -(dmin * m);
+    }
+    for (int k = 0; k < 4; ++k, q += 32)
+        for (int l = 0; l < 32; ++l) u[64 * k + l] = q[l] & 0x0F, u[64 * k + 32 + l] = static_cast<std::uint8_t>(q[l] >> 4);
+}
+inline void unpack_q5_k(const std::uint8_t* b, std::uint8_t* u, float* g, float* c) noexcept {
+    const float d = f16_at(b), dmin = f16_at(b + 2);
+    const std::uint8_t* qh = b + 16;
+    const std::uint8_t* ql = b + 48;
+    for (int s = 0; s < 8; ++s) {
+        std::uint8_t sc, m;
+        scale_min_k4(s, b + 4, sc, m);
+        g[s] = d * sc;
+        c[s] = -(dmin * m);
+    }
+    for (int k = 0; k < 4; ++k, ql += 32)
+        for (int l = 0; l < 32; ++l) {
+            u[64 * k + l] = static_cast<std::uint8_t>((ql[l] & 0x0F) | (((qh[l] >> (2 * k)) & 1) << 4));
+            u[64 * k + 32 + l] = static_cast<std::uint8_t>((ql[l] >> 4) | (((qh[l] >> (2 * k + 1)) & 1) << 4));
+        }
+}
+// Q6_K: value 128h + 32i + l uses scales[8h + 2i + l/16], which is its group of 16 — so g[k] = d * scales[k].
+inline void unpack_q6_k(const std::uint8_t* b, std::uint8_t* u, float* g, float* c) noexcept {
+    const std::uint8_t* ql = b;
+    const std::uint8_t* qh = b + 128;
+    const float d = f16_at(b + 208);
+    for (int k = 0; k < 16; ++k) {
+        g[k] = d * static_cast<float>(static_cast<std::int8_t>(b[192 + k]));
+        c[k] = -32.0f * g[k];
+    }
+    for (int h = 0; h < 2; ++h, ql += 64, qh += 32, u += 128)
+        for (int l = 0; l < 32; ++l) {
+            u[l] = static_cast<std::uint8_t>((ql[l] & 0x0F) | ((qh[l] & 3) << 4));
+            u[l + 32] = static_cast<std::uint8_t>((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4));
+            u[l + 64] = static_cast<std::uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+            u[l + 96] = static_cast<std::uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+        }
+}
+
+using Unpacker = void (*)(const std::uint8_t*, std::uint8_t*, float*, float*) noexcept;
+
+struct Int8Format {
+    Unpacker unpack;
+    int group;  // values per (g, c) pair
+};
+
+inline Int8Format int8_format(io::GgmlType t) {
+    using io::GgmlType;
+    switch (t) {
+        case GgmlType::Q8_0: return {unpack_q8_0, 32};
+        case GgmlType::Q4_0: return {unpack_q4_0, 32};
+        case GgmlType::Q4_1: return {unpack_q4_1, 32};
+        case GgmlType::Q5_0: return {unpack_q5_0, 32};
+        case GgmlType::Q5_1: return {unpack_q5_1, 32};
+        case GgmlType::Q4_K: return {unpack_q4_k, 32};
+        case GgmlType::Q5_K: return {unpack_q5_k, 32};
+        case GgmlType::Q6_K: return {unpack_q6_k, 16};
+        default: break;
+    }
+    throw Error("int8 linear: no kernel for ggml type " + io::type_name(t));
+}
+
+// ---- activations: x (T × K) in blocks of 32 ----------------------------------------------------------
+struct QuantizedActs {
+    std::int64_t T = 0, K = 0, groups = 0;  // groups per row (K / group)
+    std::vector<std::int8_t> a;             // (T, K)       a_j = round(x_j / s_b)
+    std::vector<float> s;                   // (T, groups)  s_{b(k)}, the scale of group k's block
+    std::vector<float> sa;                  // (T, groups)  s_{b(k)} A_k
+};
+
+/// Quantizes each row of x in blocks of 32 (s = max|x| / 127; an all-zero block has s = 0). `group` (16 or
+/// 32) is the weight group size the sums A_k are formed over.
+inline QuantizedActs quantize_activations(const Mat<float>& x, int group) {
+    QuantizedActs q;
+    q.T = x.rows();
+    q.K = x.cols();
+    q.groups = q.K / group;
+    q.a.resize(static_cast<std::size_t>(q.T * q.K));
+    q.s.resize(static_cast<std::size_t>(q.T * q.groups));
+    q.sa.resize(static_cast<std::size_t>(q.T * q.groups));
+    const std::int64_t per_block = 32 / group;  // groups per block of 32
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (q.T * q.K >= (1 << 16))
+#endif
+    for (std::int64_t t = 0; t < q.T; ++t) {
+        const float* xr = x.data() + t * q.K;
+        std::int8_t* ar = q.a.data() + t * q.K;
+        for (std::int64_t b0 = 0; b0 < q.K; b0 += 32) {
+            float amax = 0.0f;
+            for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xr[b0 + j]));
+            const float s = amax / 127.0f;
+            const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+            for (int j = 0; j < 32; ++j) {
+                const float v = std::nearbyint(xr[b0 + j] * inv);
+                ar[b0 + j] = static_cast<std::int8_t>(std::clamp(v, -127.0f, 127.0f));
+            }
+            for (std::int64_t k = 0; k < per_block; ++k) {
+                const std::int64_t gk = b0 / group + k;
+                int sum = 0;
+                for (int j = 0; j < group; ++j) sum += ar[b0 + k * group + j];
+                q.s[static_cast<std::size_t>(t * q.groups + gk)] = s;
+                q.sa[static_cast<std::size_t>(t * q.groups + gk)] = s * static_cast<float>(sum);
+            }
+        }
+    }
+    return q;
+}
+
+// ---- panels: 16 rows of W repacked for the kernel ----------------------------------------------------
+inline constexpr int kPanelRows = 16;
+
+struct Panel {
+    std::vector<std::uint8_t> u;    // (K/4, 16, 4)  u of rows r0..r0+15, 4 consecutive inputs per row
+    std::vector<float> g, c;        // (groups, 16)
+    std::vector<std::uint8_t> tmp;  // (16, K) row-major u before the transpose
+};
+
+inline void build_panel(Panel& p, const QuantMatrix& W, const Int8Format& f, std::int64_t r0) {
+    const std::int64_t K = W.cols, be = io::block_elements(W.type), bb = io::block_bytes(W.type);
+    const std::int64_t groups = K / f.group, gpb = be / f.group;
+    p.u.resize(static_cast<std::size_t>(16 * K));
+    p.tmp.resize(static_cast<std::size_t>(16 * K));
+    p.g.resize(static_cast<std::size_t>(16 * groups));
+    p.c.resize(static_cast<std::size_t>(16 * groups));
+    float gb[16], cb[16];
+    for (int r = 0; r < kPanelRows; ++r) {
+        std::uint8_t* ur = p.tmp.data() + r * K;
+        if (r0 + r >= W.rows) {  // padding row past the end of W: contributes 0
+            std::fill(ur, ur + K, std::uint8_t{0});
+            for (std::int64_t k = 0; k < groups; ++k) p.g[k * 16 + r] = 0.0f, p.c[k * 16 + r] = 0.0f;
+            continue;
+        }
+        const std::uint8_t* src = W.row(r0 + r);
+        for (std::int64_t i = 0; i < K / be; ++i) {
+            f.unpack(src + i * bb, ur + i * be, gb, cb);
+            for (std::int64_t k = 0; k < gpb; ++k) {
+                p.g[(i * gpb + k) * 16 + r] = gb[k];
+                p.c[(i * gpb + k) * 16 + r] = cb[k];
+            }
+        }
+    }
+    // transpose (16, K/4) 32-bit words to (K/4, 16)
+#if defined(SINKSCOPE_QLINEAR_AVX512VNNI)
+    const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                           _mm512_set1_epi32(static_cast<int>(K)));
+    for (std::int64_t q = 0; q < K / 4; ++q)
+        _mm512_storeu_si512(p.u.data() + q * 64, _mm512_i32gather_epi32(idx, p.tmp.data() + 4 * q, 1));
+#else
+    for (std::int64_t q = 0; q < K / 4; ++q)
+        for (int r = 0; r < kPanelRows; ++r) std::memcpy(p.u.data() + q * 64 + r * 4, p.tmp.data() + r * K + 4 * q, 4);
+#endif
+}
+
+// ---- kernels: out[t][r] = Σ_k s_tk (g_kr Σ_{j∈k} u_rj a_tj) + c_kr (s A)_tk,  NT tokens × 16 rows ---------
+
+/// The naive kernel, kept as the oracle (tests compare the SIMD kernel with it).
+template <int G>
+inline void panel_kernel_scalar(const Panel& p, const QuantizedActs& qa, std::int64_t t0, int nt, float* out) {
+    const std::int64_t K = qa.K, groups = qa.groups;
+    for (int t = 0; t < nt; ++t) {
+        const std::int8_t* a = qa.a.data() + (t0 + t) * K;
+        const float* s = qa.s.data() + (t0 + t) * groups;
+        const float* sa = qa.sa.data() + (t0 + t) * groups;
+        for (int r = 0; r < kPanelRows; ++r) {
+            float acc = 0.0f;
+            for (std::int64_t k = 0; k < groups; ++k) {
+                std::int32_t dot = 0;
+                for (int j = 0; j < G; ++j) {
+                    const std::int64_t col = k * G + j;
+                    dot += static_cast<std::int32_t>(p.u[(col / 4) * 64 + r * 4 + col % 4]) * a[col];
+                }
+                acc += static_cast<float>(dot) * (p.g[k * 16 + r] * s[k]) + p.c[k * 16 + r] * sa[k];
+            }
+            out[t * 16 + r] = acc;
+        }
+    }
+}
+
+#if defined(SINKSCOPE_QLINEAR_AVX512VNNI)
+template <int G, int NT>
+inline void panel_kernel_avx512(const Panel& p, const QuantizedActs& qa, std::int64_t t0, float* out) {
+    const std::int64_t K = qa.K, groups = qa.groups;
+    const std::int8_t* a[NT];
+    const float* s[NT];
+    const float* sa[NT];
+    for (int t = 0; t < NT; ++t) {
+        a[t] = qa.a.data() + (t0 + t) * K;
+        s[t] = qa.s.data() + (t0 + t) * groups;
+        sa[t] = qa.sa.data() + (t0 + t) * groups;
+    }
+    __m512 facc[NT];
+    for (int t = 0; t < NT; ++t) facc[t] = _mm512_setzero_ps();
+    const std::uint8_t* wp = p.u.data();
+    for (std::int64_t k = 0; k < groups; ++k) {
+        __m512i acc[NT];
+        for (int t = 0; t < NT; ++t) acc[t] = _mm512_setzero_si512();
+        for (int q = 0; q < G / 4; ++q, wp += 64) {
+            const __m512i w = _mm512_loadu_si512(wp);  // u of 16 rows × 4 inputs (unsigned)
+            for (int t = 0; t < NT; ++t) {
+                std::int32_t av;
+                std::memcpy(&av, a[t] + k * G + 4 * q, 4);  // 4 activations (signed), broadcast
+                acc[t] = _mm512_dpbusd_epi32(acc[t], w, _mm512_set1_epi32(av));
+            }
+        }
+        const __m512 g = _mm512_loadu_ps(p.g.data() + k * 16), c = _mm512_loadu_ps(p.c.data() + k * 16);
+        for (int t = 0; t < NT; ++t) {
+            facc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[t]), _mm512_mul_ps(g, _mm512_set1_ps(s[t][k])), facc[t]);
+            facc[t] = _mm512_fmadd_ps(c, _mm512_set1_ps(sa[t][k]), facc[t]);
+        }
+    }
+    for (int t = 0; t < NT; ++t) _mm512_storeu_ps(out + t * 16, facc[t]);
+}
+#endif
+
+/// Tokens per kernel call in the SIMD path (each weight load feeds this many vpdpbusd).
+inline constexpr int kInt8Tokens = 8;
+
+template <int G>
+inline void panel_tokens(const Panel& p, const QuantizedActs& qa, bool simd, float* out) {
+    std::int64_t t0 = 0;
+#if defined(SINKSCOPE_QLINEAR_AVX512VNNI)
+    if (simd) {
+        for (; t0 + kInt8Tokens <= qa.T; t0 += kInt8Tokens)
+            panel_kernel_avx512<G, kInt8Tokens>(p, qa, t0, out + t0 * 16);
+        for (; t0 < qa.T; ++t0) panel_kernel_avx512<G, 1>(p, qa, t0, out + t0 * 16);
+    }
+#else
+    (void)simd;
+#endif
+    if (t0 < qa.T) panel_kernel_scalar<G>(p, qa, t0, static_cast<int>(qa.T - t0), out + t0 * 16);
+}
+
+/// True when this build has a SIMD int8 kernel (otherwise the scalar one runs).
+inline constexpr bool kInt8Simd =
+#if defined(SINKSCOPE_QLINEAR_AVX512VNNI)
+    true;
+#else
+    false;
+#endif
+
+/// The int8 path; `simd = false` forces the scalar kernel (the oracle, for tests).
+inline void linear_forward_int8(Mat<float>& y, const Mat<float>& x, const QuantMatrix& W, const Vec<float>& b,
+                                bool simd = true) {
+    const Int8Format f = int8_format(W.type);
+    const std::int64_t T = x.rows(), N = W.rows;
+    const QuantizedActs qa = quantize_activations(x, f.group);
+    const std::int64_t n_panels = (N + kPanelRows - 1) / kPanelRows;
+#if defined(_OPENMP)
+#pragma omp parallel
+#endif
+    {
+        Panel p;
+        std::vector<float> out(static_cast<std::size_t>(T * 16));
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (std::int64_t pi = 0; pi < n_panels; ++pi) {
+            const std::int64_t r0 = pi * kPanelRows;
+            build_panel(p, W, f, r0);
+            if (f.group == 16)
+                panel_tokens<16>(p, qa, simd, out.data());
+            else
+                panel_tokens<32>(p, qa, simd, out.data());
+            const std::int64_t nr = std::min<std::int64_t>(kPanelRows, N - r0);
+            for (std::int64_t t = 0; t < T; ++t)
+                for (std::int64_t r = 0; r < nr; ++r)
+                    y(t, r0 + r) = out[static_cast<std::size_t>(t * 16 + r)] + (b.size() ? b(r0 + r) : 0.0f);
+        }
+    }
+}
+
+/// The exact path: tiles of kExactTileRows dequantized rows × Eigen GEMM.
+inline void linear_forward_exact(Mat<float>& y, const Mat<float>& x, const QuantMatrix& W, const Vec<float>& b) {
+    const std::int64_t K = W.cols, N = W.rows;
+    const std::int64_t n_tiles = (N + kExactTileRows - 1) / kExactTileRows;
+#if defined(_OPENMP)
+#pragma omp parallel
+#endif
+    {
+        Mat<float> tile;  // (rows of the tile, K)
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (std::int64_t ti = 0; ti < n_tiles; ++ti) {
+            const std::int64_t r0 = ti * kExactTileRows, nr = std::min(kExactTileRows, N - r0);
+            tile.resize(nr, K);
+            io::dequantize<float>(W.type, W.row(r0), nr * K, tile.data());
+            y.middleCols(r0, nr).noalias() = x * tile.transpose();
+        }
+    }
+    if (b.size()) y.rowwise() += b.transpose();
+}
+
+}  // namespace detail
+
+// y = x Wᵀ (+ b).   x (T × in), W (out × in) in its GGUF type, b (out) or empty, y (T × out).
+// `compute` picks the path (file comment); int8 on a type without an int8 kernel runs exact.
+inline void linear_forward(Mat<float>& y, const Mat<float>& x, const QuantMatrix& W, const Vec<float>& b,
+                           QuantCompute compute = QuantCompute::exact) {
+    require(x.cols() == W.cols, "linear_forward: x has " + std::to_string(x.cols()) + " columns, the " +
+                                    io::type_name(W.type) + " weight " + std::to_string(W.cols));
+    require(b.size() == 0 || b.size() == W.rows, "linear_forward: bias of " + std::to_string(b.size()) +
+                                                     " for " + std::to_string(W.rows) + " outputs");
+    y.resize(x.rows(), W.rows);
+    if (x.rows() == 0 || W.rows == 0) return;
+    if (W.cols == 0) {
+        y.setZero();
+        if (b.size()) y.rowwise() += b.transpose();
+        return;
+    }
+    if (compute == QuantCompute::int8 && int8_kernel_available(W.type))
+        detail::linear_forward_int8(y, x, W, b);
+    else
+        detail::linear_forward_exact(y, x, W, b);
+}
+
+}  // namespace sinkscope::model
