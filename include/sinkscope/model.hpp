@@ -1,5 +1,6 @@
 // The sinkscope transformer: config, weights, forward pass with hooks, interventions, reducers, loaders.
 #pragma once
+#include "sinkscope/model/batch.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/forward.hpp"
 #include "sinkscope/model/hooks.hpp"

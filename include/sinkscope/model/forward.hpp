@@ -14,6 +14,7 @@
 #include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -33,14 +34,37 @@ struct ForwardOptions {
 
 namespace detail {
 
+// The rows of a right-padded batch (model/batch.hpp): every activation is (B·T × …), sequence b owns
+// rows [b·T, b·T + lengths[b]); the rows after them are padding.
+struct RowLayout {
+    std::int64_t batch = 0;              // B
+    std::int64_t positions = 0;          // T, the longest length
+    std::vector<std::int64_t> lengths;   // (B)
+};
+
 template <class T>
 struct HookCaller {
     const HookSet<T>* hooks;
-    // Offers `data` (row-major, `shape`) to the hooks under `name`.
+    const RowLayout* batch = nullptr;  // null: one sequence, shapes without a batch dimension
+    // Offers `data` (row-major, `shape`) to the hooks under `name`. `shape` starts with the rows of the
+    // activation; in a batch its rows B·T are offered as two dimensions [B, T, …] (TransformerLens).
     void operator()(const std::string& name, T* data, std::vector<std::int64_t> shape) const {
-        if (hooks && hooks->wants(name)) hooks->run(name, ActivationRef<T>{data, std::move(shape)});
+        if (!wants(name)) return;
+        if (batch) {
+            shape.front() = batch->positions;
+            shape.insert(shape.begin(), batch->batch);
+        }
+        hooks->run(name, ActivationRef<T>{data, std::move(shape)});
+    }
+    // Offers `data` with `shape` as given (the attention scores and pattern, whose rows are not positions).
+    void exact(const std::string& name, T* data, std::vector<std::int64_t> shape) const {
+        if (wants(name)) hooks->run(name, ActivationRef<T>{data, std::move(shape)});
     }
     bool wants(const std::string& name) const { return hooks && hooks->wants(name); }
+    // Sequences of the (rows × …) activations: their number, first row and length.
+    std::int64_t sequences() const { return batch ? batch->batch : 1; }
+    std::int64_t first_row(std::int64_t b) const { return batch ? b * batch->positions : 0; }
+    std::int64_t length(std::int64_t b, std::int64_t rows) const { return batch ? batch->lengths[std::size_t(b)] : rows; }
 };
 
 inline void check_tokens(const Config& c, const std::vector<std::int32_t>& tokens) {
@@ -65,6 +89,7 @@ struct BlockScratch {
     Mat<T> router_logits;                         // MoE (T, E)
     Mat<T> expert_weights, chosen_experts;        // MoE (T, k)
     Mat<T> expert_in, expert_out;                 // MoE (T_e, d): one expert's tokens, gathered
+    Mat<T> qb, kb, vb, zb;                        // a batch's sequence b: its rows of q, k, v, z (T_b, ·)
     std::vector<std::int64_t> expert_rows;        // MoE: (token, slot) pairs grouped by expert, t·k + i
     std::vector<std::int64_t> expert_start;       // MoE (E + 1): expert e owns expert_rows[start[e], start[e + 1])
 };
@@ -134,6 +159,10 @@ void moe_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
 // the block's output (T × d) to `out`. When a hook asks for the scores or the pattern, they are
 // materialised as (H·T × T) and the hooks may rewrite them; otherwise causal_attention_forward computes
 // the same z without them, skipping the masked half.
+// In a batch (hook.batch, model/batch.hpp) the projections run on all B·T rows at once, while RoPE and
+// the attention run on each sequence's own rows [b·T, b·T + T_b) exactly as for that sequence alone
+// (positions from 0, keys of other sequences and padding never seen); scores and pattern are then
+// (B·H·T × T) with −∞ / 0 outside each sequence's T_b × T_b block, and z is 0 at padded rows.
 template <class T>
 void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c, std::int64_t layer,
                              const BlockNames& names, const HookCaller<T>& hook, BlockScratch<T>& s) {
@@ -155,55 +184,101 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
     hook(names[HookId::q], q.data(), {n, H, dh});
     hook(names[HookId::k], k.data(), {n, G, dh});
     hook(names[HookId::v], v.data(), {n, G, dh});
+
+    // The sequences: one (all n rows) or a batch's B, sequence b at rows [row0, row0 + len), positions 0…len − 1.
+    const bool batched = hook.batch != nullptr;
+    const std::int64_t B = hook.sequences(), P = batched ? hook.batch->positions : n;
+    // Sequence b's rows of `m` as a matrix of its own: `m` itself for one sequence, else copied to `buffer`.
+    auto rows_of = [&](const Mat<T>& m, std::int64_t b, Mat<T>& buffer) -> const Mat<T>& {
+        if (!batched) return m;
+        buffer = m.middleRows(hook.first_row(b), hook.length(b, n));
+        return buffer;
+    };
     if (c.positions == PositionKind::rope) {
-        rope_forward(q, H, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims());
-        rope_forward(k, G, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims());
+        auto rope = [&](Mat<T>& m, std::int64_t heads) {
+            for (std::int64_t b = 0; b < B; ++b) {
+                if (!batched) { rope_forward(m, heads, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims()); continue; }
+                s.zb = m.middleRows(hook.first_row(b), hook.length(b, n));
+                rope_forward(s.zb, heads, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims());
+                m.middleRows(hook.first_row(b), hook.length(b, n)) = s.zb;
+            }
+        };
+        rope(q, H);
+        rope(k, G);
         hook(names[HookId::rot_q], q.data(), {n, H, dh});
         hook(names[HookId::rot_k], k.data(), {n, G, dh});
     }
 
     // Extra softmax slot: off-by-one adds e^0 to the denominator; KV-bias adds a learnable key/value.
     const bool has_slot = c.attention == AttentionKind::softmax_off_by_one || c.attention == AttentionKind::kv_bias;
-    Mat<T>& slot_scores = s.slot_scores;  // (H, T)
-    if (has_slot) {
-        slot_scores.setZero(H, n);
+    Mat<T>& slot_scores = s.slot_scores;  // (H, T) of the sequence at hand
+    auto make_slot_scores = [&](const Mat<T>& qb) {
+        if (!has_slot) return;
+        slot_scores.setZero(H, qb.rows());
         if (c.attention == AttentionKind::kv_bias)
             for (std::int64_t h = 0; h < H; ++h)
-                slot_scores.row(h) = (q.middleCols(h * dh, dh) * w.sink_kv.row(0).segment((h / group) * dh, dh).transpose())
+                slot_scores.row(h) = (qb.middleCols(h * dh, dh) * w.sink_kv.row(0).segment((h / group) * dh, dh).transpose())
                                          .transpose() * rule.scale_for<T>(dh);
-    }
+    };
 
     Mat<T>& z = s.z;  // (T, H·d_h)
     const bool kv_bias = c.attention == AttentionKind::kv_bias;
+    if (batched) z.setZero(n, H * dh);
     if (hook.wants(names[HookId::attn_scores]) || hook.wants(names[HookId::pattern])) {
-        Mat<T>& scores = s.scores;    // (H, T, T)
-        Mat<T>& pattern = s.pattern;  // (H, T, T)
-        scores.resize(H * n, n);
-        pattern.resize(H * n, n);
+        Mat<T>& scores = s.scores;    // (H, T, T), or (B, H, T, T)
+        Mat<T>& pattern = s.pattern;  // (H, T, T), or (B, H, T, T)
+        scores.resize(B * H * P, P);
+        pattern.resize(B * H * P, P);
+        if (batched) { scores.setConstant(-std::numeric_limits<T>::infinity()); pattern.setZero(); }
+        // Head h of sequence b: its (T_b × T_b) block of the scores or pattern.
+        auto head_block = [&](Mat<T>& m, std::int64_t b, std::int64_t h) {
+            const std::int64_t len = hook.length(b, n);
+            return m.block((b * H + h) * P, 0, len, len);
+        };
+        for (std::int64_t b = 0; b < B; ++b) {
+            const Mat<T>& qb = rows_of(q, b, s.qb);
+            const Mat<T>& kb = rows_of(k, b, s.kb);
 #pragma omp parallel for schedule(static) if (H > 1)
-        for (std::int64_t h = 0; h < H; ++h)
-            attention_scores_forward<T>(scores.middleRows(h * n, n), q.middleCols(h * dh, dh),
-                                        k.middleCols((h / group) * dh, dh), rule);
-        hook(names[HookId::attn_scores], scores.data(), {H, n, n});
+            for (std::int64_t h = 0; h < H; ++h)
+                attention_scores_forward<T>(head_block(scores, b, h), qb.middleCols(h * dh, dh),
+                                            kb.middleCols((h / group) * dh, dh), rule);
+        }
+        if (batched) hook.exact(names[HookId::attn_scores], scores.data(), {B, H, P, P});
+        else hook.exact(names[HookId::attn_scores], scores.data(), {H, n, n});
+        for (std::int64_t b = 0; b < B; ++b) {
+            make_slot_scores(rows_of(q, b, s.qb));
 #pragma omp parallel for schedule(static) if (H > 1)
-        for (std::int64_t h = 0; h < H; ++h)
-            softmax_forward<T>(pattern.middleRows(h * n, n), scores.middleRows(h * n, n),
-                               has_slot ? slot_scores.row(h).data() : nullptr);
-        hook(names[HookId::pattern], pattern.data(), {H, n, n});
+            for (std::int64_t h = 0; h < H; ++h)
+                softmax_forward<T>(head_block(pattern, b, h), head_block(scores, b, h),
+                                   has_slot ? slot_scores.row(h).data() : nullptr);
+        }
+        if (batched) hook.exact(names[HookId::pattern], pattern.data(), {B, H, P, P});
+        else hook.exact(names[HookId::pattern], pattern.data(), {H, n, n});
 
-        z.resize(n, H * dh);
+        for (std::int64_t b = 0; b < B; ++b) {
+            const Mat<T>& vb = rows_of(v, b, s.vb);
+            Mat<T>& zb = batched ? s.zb : z;
+            zb.resize(hook.length(b, n), H * dh);
 #pragma omp parallel for schedule(static) if (H > 1)
-        for (std::int64_t h = 0; h < H; ++h) {
-            z.middleCols(h * dh, dh).noalias() = pattern.middleRows(h * n, n) * v.middleCols((h / group) * dh, dh);
-            if (kv_bias) {
-                // The slot's weight is what the real keys did not take: 1 − Σ_j p[t, j].
-                const auto slot_p = (T(1) - pattern.middleRows(h * n, n).rowwise().sum().array()).matrix();
-                z.middleCols(h * dh, dh).noalias() += slot_p * w.sink_kv.row(1).segment((h / group) * dh, dh);
+            for (std::int64_t h = 0; h < H; ++h) {
+                zb.middleCols(h * dh, dh).noalias() = head_block(pattern, b, h) * vb.middleCols((h / group) * dh, dh);
+                if (kv_bias) {
+                    // The slot's weight is what the real keys did not take: 1 − Σ_j p[t, j].
+                    const auto slot_p = (T(1) - head_block(pattern, b, h).rowwise().sum().array()).matrix();
+                    zb.middleCols(h * dh, dh).noalias() += slot_p * w.sink_kv.row(1).segment((h / group) * dh, dh);
+                }
             }
+            if (batched) z.middleRows(hook.first_row(b), zb.rows()) = zb;
         }
     } else {
-        causal_attention_forward(z, q, k, v, H, G, dh, rule, has_slot ? &slot_scores : nullptr,
-                                 kv_bias ? w.sink_kv.row(1).data() : nullptr);
+        for (std::int64_t b = 0; b < B; ++b) {
+            const Mat<T>& qb = rows_of(q, b, s.qb);
+            make_slot_scores(qb);
+            Mat<T>& zb = batched ? s.zb : z;
+            causal_attention_forward(zb, qb, rows_of(k, b, s.kb), rows_of(v, b, s.vb), H, G, dh, rule,
+                                     has_slot ? &slot_scores : nullptr, kv_bias ? w.sink_kv.row(1).data() : nullptr);
+            if (batched) z.middleRows(hook.first_row(b), zb.rows()) = zb;
+        }
     }
 
     if (c.gate != GateKind::none) {
@@ -261,12 +336,16 @@ void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
 }
 
 // Force-sink (Config::force_sink_channels = k, Paper A v2): the input of a pre-norm with channels
-// [0, k) zeroed at every position t ≥ 1, written to `buffer`; x itself when k = 0.
+// [0, k) zeroed at every position t ≥ 1, written to `buffer`; x itself when k = 0. In a batch `positions`
+// is T: position 0 of every sequence (rows b·T) keeps its channels.
 template <class T>
-const Mat<T>& force_sink_input(const Mat<T>& x, const Config& c, Mat<T>& buffer) {
+const Mat<T>& force_sink_input(const Mat<T>& x, const Config& c, Mat<T>& buffer, std::int64_t positions = 0) {
     if (c.force_sink_channels <= 0 || x.rows() < 2) return x;
     buffer = x;
-    buffer.bottomRows(x.rows() - 1).leftCols(c.force_sink_channels).setZero();
+    if (positions <= 0 || positions >= x.rows()) buffer.bottomRows(x.rows() - 1).leftCols(c.force_sink_channels).setZero();
+    else
+        for (std::int64_t r = 0; r < x.rows(); ++r)
+            if (r % positions != 0) buffer.row(r).head(c.force_sink_channels).setZero();
     return buffer;
 }
 
@@ -292,7 +371,7 @@ struct CpuBlockOps {
     }
     void norm(NormSlot slot, Sublayer sub, Buf dst, Buf src) {
         const bool attn = sub == Sublayer::attention;
-        if (slot == NormSlot::first) norm_forward(at(dst), force_sink_input(at(src), c, s.masked), attn ? w.attn_norm : w.ffn_norm, c.norm, c.norm_eps);
+        if (slot == NormSlot::first) norm_forward(at(dst), force_sink_input(at(src), c, s.masked, hooks.batch ? hooks.batch->positions : 0), attn ? w.attn_norm : w.ffn_norm, c.norm, c.norm_eps);
         else norm_forward(at(dst), at(src), attn ? w.attn_post_norm : w.ffn_post_norm, c.norm, c.norm_eps);
     }
     void run(Sublayer sub, Buf dst, Buf src) {

@@ -6,7 +6,7 @@
 // The table's order is the order in which the forward pass offers the hooks: the input rows, then the
 // block rows for every layer, then the output rows (one exception: post-norm offers ln1 / ln2 after the
 // sub-layer's output, since it normalises after the sum; hook_names() says so). Shapes have no batch
-// dimension.
+// dimension; forward_batch (model/batch.hpp) offers [batch, …] with these shapes after it.
 #pragma once
 
 #include <array>

@@ -1,7 +1,7 @@
 // Hook points: every internal activation of the forward pass, named as in TransformerLens. The names,
 // shapes, the configs that have them and their meanings are one table, model/hook_table.hpp
 // (`sinkscope capture MODEL --list-hooks --describe` prints it for a model). Shapes have no batch
-// dimension: the forward pass runs one sequence.
+// dimension: forward() runs one sequence; forward_batch() (model/batch.hpp) puts [batch, …] in front.
 //
 // A hook is a function that sees (and may change) the activation in place; the forward pass then
 // continues with what the hook left there. Capture, interventions and streaming reducers are all hooks.

@@ -1,0 +1,111 @@
+// The forward pass over a batch of sequences of different lengths, with hook points of TransformerLens's
+// shapes [batch, pos, …].
+//
+// The sequences are right-padded to the longest length T: every activation is one (B·T × …) matrix,
+// row-major, so that its data is the [B, T, …] tensor, and sequence b owns rows [b·T, b·T + T_b).
+// Embeddings, norms, the Q/K/V/O projections, FFNs (MoE included) and the output head run on all B·T
+// rows at once: one GEMM per weight matrix for the whole batch, the point of batching. RoPE and the
+// attention run per sequence on its own T_b rows, positions from 0, with the same kernels as forward()
+// (model/forward.hpp, attention_block_forward): a sequence never sees the keys of another one or of the
+// padding, so its rows are computed as they are for it alone (tests/model/test_batch.cpp measures how
+// exactly).
+//
+// Padding. A padded row starts as a zero embedding (plus its learned position embedding) and then goes
+// through the layers like any row; its values in the hooks and in the logits mean nothing and are to be
+// ignored (slice each sequence to its length). Where the forward itself defines them: attention scores are
+// −∞ and the pattern 0 outside each sequence's T_b × T_b block (padded queries and keys alike), and z is 0
+// at padded rows. A hook may edit any entry in place, as in forward(); an edit at a padded row never
+// reaches a real one (causal attention within a sequence; every other layer works row by row).
+//
+// Hook shapes in a batch (one sequence's shape with a batch dimension in front):
+//   resid_pre / resid_mid / resid_post / attn_out / mlp_out / ln1 / ln2 / embed / pos_embed   [B, T, d_model]
+//   q, rot_q, z   [B, T, head, d_head]        k, v, rot_k   [B, T, kv_head, d_head]
+//   attn_scores, pattern   [B, head, query_pos, key_pos]   (T × T per head)
+//   mlp pre / pre_linear / post   [B, T, d_mlp]   router_logits [B, T, E]   expert weights / chosen [B, T, k]
+//   gate   [B, T, head] or [B, T, head·d_head]      logits   [B, T, vocab]
+//
+// Refused (sinkscope::Error): an empty batch, an empty sequence, a sequence longer than the context, a
+// token outside the vocabulary (naming the sequence), and AttentionKind::sink_token, whose prepended sink
+// position makes every sequence one longer than its tokens; run forward() on each sequence there.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sinkscope/core/error.hpp"
+#include "sinkscope/model/forward.hpp"
+
+namespace sinkscope::model {
+
+// The logits of a batch: (B·T × vocab), sequence b's at rows [b·T, b·T + lengths[b]), padded rows after.
+template <class T>
+struct BatchLogits {
+    std::int64_t batch = 0;             // B
+    std::int64_t positions = 0;         // T, the longest sequence's length
+    std::vector<std::int64_t> lengths;  // (B)
+    Mat<T> logits;                      // (B·T, vocab); empty when the options skip the logits
+    // Sequence b's logits (T_b × vocab), what forward() returns for it alone.
+    auto sequence(std::int64_t b) const { return logits.middleRows(b * positions, lengths[std::size_t(b)]); }
+};
+
+// Runs the model over every sequence of `sequences` (BOS, if wanted, must already be in each) in one
+// batch. Hooks see every named activation once per layer for the whole batch, shapes as above.
+template <class T>
+BatchLogits<T> forward_batch(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences,
+                             const HookSet<T>* hooks = nullptr, ForwardOptions options = {}) {
+    require(!sequences.empty(), "forward_batch: empty batch (no sequences)");
+    require(c.attention != AttentionKind::sink_token,
+            "forward_batch: sink_token attention is not batched (its sink position makes each sequence one row "
+            "longer than its tokens); run forward() on each sequence");
+    detail::RowLayout layout;
+    layout.batch = std::int64_t(sequences.size());
+    for (std::size_t b = 0; b < sequences.size(); ++b) {
+        try {
+            detail::check_tokens(c, sequences[b]);
+        } catch (const Error& e) {
+            throw Error("forward_batch: sequence " + std::to_string(b) + ": " + e.message(), {e.file(), e.tensor(), e.offset()});
+        }
+        layout.lengths.push_back(std::int64_t(sequences[b].size()));
+        layout.positions = std::max(layout.positions, layout.lengths.back());
+    }
+    const std::int64_t B = layout.batch, P = layout.positions, n = B * P, d = c.d_model;
+    const detail::HookCaller<T> hook{hooks, &layout};
+
+    Mat<T> x = Mat<T>::Zero(n, d);  // (B·T, d) residual stream; padded rows start at zero
+    for (std::int64_t b = 0; b < B; ++b)
+        for (std::int64_t t = 0; t < layout.lengths[std::size_t(b)]; ++t) {
+            x.row(b * P + t) = w.tok_embed.row(sequences[std::size_t(b)][std::size_t(t)]);
+            if (c.embed_scale != 1) x.row(b * P + t) *= T(c.embed_scale);  // Gemma: √d_model, rounded to T
+        }
+    hook(hook_spec(HookId::embed).name, x.data(), {n, d});
+    if (c.positions == PositionKind::learned) {
+        Mat<T> pe = w.pos_embed.topRows(P).replicate(B, 1);  // (B·T, d): positions from 0 in every sequence
+        hook(hook_spec(HookId::pos_embed).name, pe.data(), {n, d});
+        x += pe;
+    }
+    BatchLogits<T> result;
+    result.batch = B;
+    result.positions = P;
+    result.lengths = layout.lengths;
+
+    const std::int64_t last = options.last_layer < 0 ? c.n_layers - 1 : std::min(options.last_layer, c.n_layers - 1);
+    detail::BlockScratch<T> scratch;
+    for (std::int64_t l = 0; l <= last; ++l) detail::block_forward(x, w.layers[l], c, l, hook, scratch);
+    if (last != c.n_layers - 1 || !options.logits) return result;
+
+    if (c.norm_placement != NormPlacement::post) {
+        Mat<T> xn;
+        norm_forward(xn, x, w.final_norm, c.norm, c.norm_eps);
+        hook(hook_spec(HookId::ln_final).name, xn.data(), {n, d});
+        x.swap(xn);
+    }
+    static const Vec<T> no_bias;
+    linear_forward(result.logits, x, w.output_head(), no_bias);  // (B·T, vocab)
+    softcap(result.logits, c.logit_softcap);                     // c·tanh(logits/c) (Gemma 2)
+    hook(hook_spec(HookId::logits).name, result.logits.data(), {n, c.vocab_size});
+    return result;
+}
+
+}  // namespace sinkscope::model
