@@ -21,8 +21,10 @@
 //          on *panels* of 16 rows of W, repacked (per thread, on the fly) so that one 512-bit register
 //          holds 4 consecutive u's of each of the 16 rows: one `vpdpbusd` then advances 16 outputs of one
 //          token by 4 inputs, with the 4 activation bytes broadcast, and 8 tokens share each weight load.
-//          Dispatch at compile time: AVX512-VNNI (`__AVX512VNNI__`, the project builds with -march=native)
-//          or the portable scalar kernel (the oracle: tests run both and compare). Types: Q8_0, Q4_0,
+//          Dispatch at compile time (the project builds with -march=native): AVX512-VNNI
+//          (`__AVX512VNNI__`); else AVX2 in 256-bit halves of the panel, with AVX-VNNI's vpdpbusd
+//          (`__AVXVNNI__`) or vpmaddubsw + vpmaddwd (Q8_0, whose u reaches 255, then takes the scalar
+//          kernel); else the portable scalar kernel (the oracle: tests run it and compare). Types: Q8_0, Q4_0,
 //          Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; any other supported type (F32, F16, BF16) takes the exact
 //          path. Error: the activation rounding alone, |Δy_i| ≤ Σ_j |W_ij| s_{b(j)} / 2 (+ float
 //          rounding), i.e. about 2^-8 of Σ_j |W_ij| max_b|x| per block; tests/model/test_quantized_linear.cpp
@@ -43,6 +45,9 @@
 #if defined(__AVX512F__) && defined(__AVX512VNNI__)
 #include <immintrin.h>
 #define SINKSCOPE_QLINEAR_AVX512VNNI 1
+#elif defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#define SINKSCOPE_QLINEAR_AVX2 1  // 256-bit kernel: vpdpbusd with AVX-VNNI, else vpmaddubsw + vpmaddwd
 #endif
 #if defined(_OPENMP)
 #include <omp.h>
@@ -199,19 +204,20 @@ using Unpacker = void (*)(const std::uint8_t*, std::uint8_t*, float*, float*) no
 struct Int8Format {
     Unpacker unpack;
     int group;  // values per (g, c) pair
+    int u_max;  // largest u (vpmaddubsw's int16 pair sums are exact only for u ≤ 128)
 };
 
 inline Int8Format int8_format(io::GgmlType t) {
     using io::GgmlType;
     switch (t) {
-        case GgmlType::Q8_0: return {unpack_q8_0, 32};
-        case GgmlType::Q4_0: return {unpack_q4_0, 32};
-        case GgmlType::Q4_1: return {unpack_q4_1, 32};
-        case GgmlType::Q5_0: return {unpack_q5_0, 32};
-        case GgmlType::Q5_1: return {unpack_q5_1, 32};
-        case GgmlType::Q4_K: return {unpack_q4_k, 32};
-        case GgmlType::Q5_K: return {unpack_q5_k, 32};
-        case GgmlType::Q6_K: return {unpack_q6_k, 16};
+        case GgmlType::Q8_0: return {unpack_q8_0, 32, 255};
+        case GgmlType::Q4_0: return {unpack_q4_0, 32, 15};
+        case GgmlType::Q4_1: return {unpack_q4_1, 32, 15};
+        case GgmlType::Q5_0: return {unpack_q5_0, 32, 31};
+        case GgmlType::Q5_1: return {unpack_q5_1, 32, 31};
+        case GgmlType::Q4_K: return {unpack_q4_k, 32, 15};
+        case GgmlType::Q5_K: return {unpack_q5_k, 32, 31};
+        case GgmlType::Q6_K: return {unpack_q6_k, 16, 63};
         default: break;
     }
     throw Error("int8 linear: no kernel for ggml type " + io::type_name(t));
@@ -272,13 +278,11 @@ struct Panel {
     std::vector<std::uint8_t> tmp;  // (16, K) row-major u before the transpose
 };
 
-inline void build_panel(Panel& p, const QuantMatrix& W, const Int8Format& f, std::int64_t r0) {
+// Unpack is a distinct type per block type (a lambda), so that the unpacker inlines into the row loop.
+template <class Unpack>
+inline void unpack_rows(Panel& p, const QuantMatrix& W, int group, std::int64_t r0, Unpack unpack) {
     const std::int64_t K = W.cols, be = io::block_elements(W.type), bb = io::block_bytes(W.type);
-    const std::int64_t groups = K / f.group, gpb = be / f.group;
-    p.u.resize(static_cast<std::size_t>(16 * K));
-    p.tmp.resize(static_cast<std::size_t>(16 * K));
-    p.g.resize(static_cast<std::size_t>(16 * groups));
-    p.c.resize(static_cast<std::size_t>(16 * groups));
+    const std::int64_t groups = K / group, gpb = be / group;
     float gb[16], cb[16];
     for (int r = 0; r < kPanelRows; ++r) {
         std::uint8_t* ur = p.tmp.data() + r * K;
@@ -289,13 +293,35 @@ inline void build_panel(Panel& p, const QuantMatrix& W, const Int8Format& f, std
         }
         const std::uint8_t* src = W.row(r0 + r);
         for (std::int64_t i = 0; i < K / be; ++i) {
-            f.unpack(src + i * bb, ur + i * be, gb, cb);
+            unpack(src + i * bb, ur + i * be, gb, cb);
             for (std::int64_t k = 0; k < gpb; ++k) {
                 p.g[(i * gpb + k) * 16 + r] = gb[k];
                 p.c[(i * gpb + k) * 16 + r] = cb[k];
             }
         }
     }
+}
+
+inline void build_panel(Panel& p, const QuantMatrix& W, const Int8Format& f, std::int64_t r0) {
+    const std::int64_t K = W.cols, groups = K / f.group;
+    p.u.resize(static_cast<std::size_t>(16 * K));
+    p.tmp.resize(static_cast<std::size_t>(16 * K));
+    p.g.resize(static_cast<std::size_t>(16 * groups));
+    p.c.resize(static_cast<std::size_t>(16 * groups));
+#define SINKSCOPE_QLINEAR_UNPACK(T, fn) \
+    case io::GgmlType::T: unpack_rows(p, W, f.group, r0, [](const std::uint8_t* b, std::uint8_t* u, float* g, float* c) { fn(b, u, g, c); }); break;
+    switch (W.type) {
+        SINKSCOPE_QLINEAR_UNPACK(Q8_0, unpack_q8_0)
+        SINKSCOPE_QLINEAR_UNPACK(Q4_0, unpack_q4_0)
+        SINKSCOPE_QLINEAR_UNPACK(Q4_1, unpack_q4_1)
+        SINKSCOPE_QLINEAR_UNPACK(Q5_0, unpack_q5_0)
+        SINKSCOPE_QLINEAR_UNPACK(Q5_1, unpack_q5_1)
+        SINKSCOPE_QLINEAR_UNPACK(Q4_K, unpack_q4_k)
+        SINKSCOPE_QLINEAR_UNPACK(Q5_K, unpack_q5_k)
+        SINKSCOPE_QLINEAR_UNPACK(Q6_K, unpack_q6_k)
+        default: throw Error("int8 linear: no kernel for ggml type " + io::type_name(W.type));
+    }
+#undef SINKSCOPE_QLINEAR_UNPACK
     // transpose (16, K/4) 32-bit words to (K/4, 16)
 #if defined(SINKSCOPE_QLINEAR_AVX512VNNI)
     const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -369,27 +395,79 @@ inline void panel_kernel_avx512(const Panel& p, const QuantizedActs& qa, std::in
 }
 #endif
 
+#if defined(SINKSCOPE_QLINEAR_AVX2)
+// The same kernel in 256-bit registers (16 of them): one half of the panel (8 rows, bytes 32h … 32h+31 of
+// each 64-byte quad) at a time. Without AVX-VNNI, u·a pairs go through vpmaddubsw (int16, saturating:
+// exact while 2 · u · 127 < 2^15, i.e. u ≤ 128, so Q8_0 takes the scalar kernel there).
+inline __m256i dot4_avx2(__m256i acc, __m256i w, __m256i a) noexcept {
+#if defined(__AVXVNNI__)
+    return _mm256_dpbusd_avx_epi32(acc, w, a);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));
+#endif
+}
+
+template <int G, int NT>
+inline void panel_kernel_avx2(const Panel& p, const QuantizedActs& qa, std::int64_t t0, float* out) {
+    const std::int64_t K = qa.K, groups = qa.groups;
+    for (int h = 0; h < 2; ++h) {
+        __m256 facc[NT];
+        for (int t = 0; t < NT; ++t) facc[t] = _mm256_setzero_ps();
+        const std::uint8_t* wp = p.u.data() + 32 * h;
+        for (std::int64_t k = 0; k < groups; ++k) {
+            __m256i acc[NT];
+            for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_si256();
+            for (int q = 0; q < G / 4; ++q, wp += 64) {
+                const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp));
+                for (int t = 0; t < NT; ++t) {
+                    std::int32_t av;
+                    std::memcpy(&av, qa.a.data() + (t0 + t) * K + k * G + 4 * q, 4);
+                    acc[t] = dot4_avx2(acc[t], w, _mm256_set1_epi32(av));
+                }
+            }
+            const __m256 g = _mm256_loadu_ps(p.g.data() + k * 16 + 8 * h);
+            const __m256 c = _mm256_loadu_ps(p.c.data() + k * 16 + 8 * h);
+            for (int t = 0; t < NT; ++t) {
+                const float s = qa.s[static_cast<std::size_t>((t0 + t) * groups + k)];
+                const float sa = qa.sa[static_cast<std::size_t>((t0 + t) * groups + k)];
+                facc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]), _mm256_mul_ps(g, _mm256_set1_ps(s)), facc[t]);
+                facc[t] = _mm256_fmadd_ps(c, _mm256_set1_ps(sa), facc[t]);
+            }
+        }
+        for (int t = 0; t < NT; ++t) _mm256_storeu_ps(out + t * 16 + 8 * h, facc[t]);
+    }
+}
+#endif
+
 /// Tokens per kernel call in the SIMD path (each weight load feeds this many vpdpbusd).
 inline constexpr int kInt8Tokens = 8;
 
 template <int G>
-inline void panel_tokens(const Panel& p, const QuantizedActs& qa, bool simd, float* out) {
+inline void panel_tokens(const Panel& p, const QuantizedActs& qa, bool simd, int u_max, float* out) {
     std::int64_t t0 = 0;
+    (void)simd;
+    (void)u_max;
 #if defined(SINKSCOPE_QLINEAR_AVX512VNNI)
     if (simd) {
         for (; t0 + kInt8Tokens <= qa.T; t0 += kInt8Tokens)
             panel_kernel_avx512<G, kInt8Tokens>(p, qa, t0, out + t0 * 16);
         for (; t0 < qa.T; ++t0) panel_kernel_avx512<G, 1>(p, qa, t0, out + t0 * 16);
     }
-#else
-    (void)simd;
+#elif defined(SINKSCOPE_QLINEAR_AVX2)
+#if !defined(__AVXVNNI__)
+    if (u_max > 128) simd = false;
+#endif
+    if (simd) {
+        for (; t0 + 4 <= qa.T; t0 += 4) panel_kernel_avx2<G, 4>(p, qa, t0, out + t0 * 16);
+        for (; t0 < qa.T; ++t0) panel_kernel_avx2<G, 1>(p, qa, t0, out + t0 * 16);
+    }
 #endif
     if (t0 < qa.T) panel_kernel_scalar<G>(p, qa, t0, static_cast<int>(qa.T - t0), out + t0 * 16);
 }
 
 /// True when this build has a SIMD int8 kernel (otherwise the scalar one runs).
 inline constexpr bool kInt8Simd =
-#if defined(SINKSCOPE_QLINEAR_AVX512VNNI)
+#if defined(SINKSCOPE_QLINEAR_AVX512VNNI) || defined(SINKSCOPE_QLINEAR_AVX2)
     true;
 #else
     false;
@@ -415,9 +493,9 @@ inline void linear_forward_int8(Mat<float>& y, const Mat<float>& x, const QuantM
             const std::int64_t r0 = pi * kPanelRows;
             build_panel(p, W, f, r0);
             if (f.group == 16)
-                panel_tokens<16>(p, qa, simd, out.data());
+                panel_tokens<16>(p, qa, simd, f.u_max, out.data());
             else
-                panel_tokens<32>(p, qa, simd, out.data());
+                panel_tokens<32>(p, qa, simd, f.u_max, out.data());
             const std::int64_t nr = std::min<std::int64_t>(kPanelRows, N - r0);
             for (std::int64_t t = 0; t < T; ++t)
                 for (std::int64_t r = 0; r < nr; ++r)
