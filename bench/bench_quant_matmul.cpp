@@ -10,10 +10,14 @@
 // Shapes (T, in, out): (32, 3584, 18944) Qwen2-7B's FFN up projection at 32 tokens, (512, 3584, 3584) its
 // attention output at 512 tokens, (512, 576, 1536) SmolLM2-135M's FFN at 512 tokens. Weights are random
 // blocks with finite fp16 scales (as in a random-weight GGUF); the rate does not depend on the values.
-// Prints one JSON line per (shape, type, method): the median and best GFLOP/s (2·T·in·out / time) of `runs`
-// timed calls after one warm-up, and the largest |y - y_f32| relative to max |y_f32|.
+// Prints one JSON line per (shape, type, method): the median and best GFLOP/s (2·T·in·out / wall time) of
+// `runs` timed calls after one warm-up, gflops_cpu (the median with the process's CPU time / threads in
+// place of wall time: what an idle machine would give when other work shares the cores), and the largest
+// |y - y_f32| relative to max |y_f32|.
 #include <sinkscope/io/dequantize.hpp>
 #include <sinkscope/layers/quantized_linear.hpp>
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -58,17 +62,31 @@ std::vector<std::uint8_t> random_blocks(GgmlType t, std::int64_t rows, std::int6
     return data;
 }
 
+double cpu_seconds() {  // CPU time of the whole process (all threads)
+    timespec ts{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+struct Timing {
+    double median, best;  // wall seconds
+    double cpu_median;    // process CPU seconds / threads: the wall time on an otherwise idle machine
+};
+
 template <class F>
-std::pair<double, double> time_runs(int runs, F f) {  // (median, best) seconds
+Timing time_runs(int runs, int threads, F f) {
     f();  // warm-up
-    std::vector<double> s;
+    std::vector<double> s, c;
     for (int r = 0; r < runs; ++r) {
+        const double c0 = cpu_seconds();
         const auto t0 = std::chrono::steady_clock::now();
         f();
         s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        c.push_back((cpu_seconds() - c0) / threads);
     }
     std::sort(s.begin(), s.end());
-    return {s[s.size() / 2], s.front()};
+    std::sort(c.begin(), c.end());
+    return {s[s.size() / 2], s.front(), c[c.size() / 2]};
 }
 
 GgmlType parse_type(const std::string& n) {
@@ -100,12 +118,13 @@ int main(int argc, char** argv) {
         const double flop = 2.0 * double(sh.T) * double(sh.in) * double(sh.out);
         {  // the float32 baseline: Eigen's SGEMM on a dense weight (its rate does not depend on the values)
             Mat<float> W = Mat<float>::Random(sh.out, sh.in), y_f32(sh.T, sh.out);
-            const auto s = time_runs(runs, [&] { y_f32.noalias() = x * W.transpose(); });
+            const Timing s = time_runs(runs, threads, [&] { y_f32.noalias() = x * W.transpose(); });
             std::printf("{\"impl\": \"sinkscope\", \"method\": \"eigen_f32\", \"type\": \"F32\", \"T\": %lld, \"in\": %lld, "
                         "\"out\": %lld, \"threads\": %d, \"runs\": %d, \"gflops\": %.1f, \"gflops_best\": %.1f, "
-                        "\"weight_mb\": %.1f}\n",
+                        "\"gflops_cpu\": %.1f, \"weight_mb\": %.1f}\n",
                         static_cast<long long>(sh.T), static_cast<long long>(sh.in), static_cast<long long>(sh.out),
-                        threads, runs, flop / s.first * 1e-9, flop / s.second * 1e-9, 4.0 * double(W.size()) / 1e6);
+                        threads, runs, flop / s.median * 1e-9, flop / s.best * 1e-9, flop / s.cpu_median * 1e-9,
+                        4.0 * double(W.size()) / 1e6);
             std::fflush(stdout);
         }
         for (GgmlType type : types) {
@@ -122,22 +141,22 @@ int main(int argc, char** argv) {
             Mat<float> W(sh.out, sh.in);
             io::dequantize<float>(type, blocks.data(), sh.out * sh.in, W.data());
             Mat<float> y_ref(sh.T, sh.out), y;
-            auto report = [&](const char* method, const char* tname, std::pair<double, double> s, double err) {
+            auto report = [&](const char* method, const char* tname, const Timing& s, double err) {
                 std::printf("{\"impl\": \"sinkscope\", \"method\": \"%s\", \"type\": \"%s\", \"T\": %lld, \"in\": %lld, "
                             "\"out\": %lld, \"threads\": %d, \"runs\": %d, \"gflops\": %.1f, \"gflops_best\": %.1f, "
-                            "\"weight_mb\": %.1f, \"max_rel_err\": %.2e, \"simd\": %s}\n",
+                            "\"gflops_cpu\": %.1f, \"weight_mb\": %.1f, \"max_rel_err\": %.2e, \"simd\": %s}\n",
                             method, tname, static_cast<long long>(sh.T), static_cast<long long>(sh.in),
-                            static_cast<long long>(sh.out), threads, runs, flop / s.first * 1e-9,
-                            flop / s.second * 1e-9,
+                            static_cast<long long>(sh.out), threads, runs, flop / s.median * 1e-9,
+                            flop / s.best * 1e-9, flop / s.cpu_median * 1e-9,
                             double(Wq.bytes()) / 1e6,
                             err, detail::kInt8Simd ? "true" : "false");
                 std::fflush(stdout);
             };
             y_ref.noalias() = x * W.transpose();
             const double scale = y_ref.cwiseAbs().maxCoeff();
-            const auto s_a = time_runs(runs, [&] { linear_forward(y, x, Wq, Vec<float>(), QuantCompute::exact); });
+            const Timing s_a = time_runs(runs, threads, [&] { linear_forward(y, x, Wq, Vec<float>(), QuantCompute::exact); });
             report("exact", io::type_name(type).c_str(), s_a, (y - y_ref).cwiseAbs().maxCoeff() / scale);
-            const auto s_b = time_runs(runs, [&] { linear_forward(y, x, Wq, Vec<float>(), QuantCompute::int8); });
+            const Timing s_b = time_runs(runs, threads, [&] { linear_forward(y, x, Wq, Vec<float>(), QuantCompute::int8); });
             report("int8", io::type_name(type).c_str(), s_b, (y - y_ref).cwiseAbs().maxCoeff() / scale);
         }
     }
