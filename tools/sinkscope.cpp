@@ -4,10 +4,11 @@
 //   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos | --no-bos] --hooks NAME[,NAME…] --out DIR
 //                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
-//                   [--bos] [--shard I/N] [--json F]
+//                   [--bos] [--shard I/N] [--json F] [--batch 8]
 //                                                per-layer massive-activation and sink summary; with
 //                                                --shard only the I-th (0-based) of N equal contiguous
-//                                                parts of the samples; --json also holds the reducers' state
+//                                                parts of the samples; --json also holds the reducers' state;
+//                                                --batch samples per forward pass (where that is exact)
 //   sinkscope merge F1 F2 … [--json OUT]         merges the shards' --json files of one stats run: the
 //                                                table and the JSON of the whole run
 //   sinkscope random-model MODEL --out F.safetensors [--seed 1]
@@ -17,6 +18,7 @@
 // --tokens-file, one sequence of ids per line).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +33,7 @@
 #include <sinkscope/io/gguf.hpp>
 #include <sinkscope/io/memory.hpp>
 #include <sinkscope/io/npy.hpp>
+#include <sinkscope/model/batch.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/train/config_io.hpp>
@@ -265,7 +268,7 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 
 int cmd_stats(const std::string& path, const std::string& text_file, const std::string& text, const std::string& tokens_file,
               std::int64_t seq_len, std::int64_t max_samples, double eps, int bos_flag, const std::string& shard_arg,
-              const std::string& json_out) {
+              const std::string& json_out, std::int64_t batch) {
     const Shard shard = shard_arg.empty() ? Shard{} : parse_shard(shard_arg);
     const auto t0 = std::chrono::steady_clock::now();
     const auto m = load_checked(path);
@@ -289,12 +292,29 @@ int cmd_stats(const std::string& path, const std::string& text_file, const std::
     rs.attach(hooks);
     as.attach(hooks);
     const model::ForwardOptions no_logits{false, -1};
+    // --batch samples per forward pass (model::forward_batch_replay: one GEMM per weight for the batch, the
+    // reducers still see sample after sample) only where that is bit-exact with one sample at a time, as
+    // shards must merge into exactly the whole run: a dense FFN (MoE gathers rows per expert) and every
+    // sample's length a multiple of 4, Eigen's GEMM panel width (tests/model/test_batch.cpp pins both).
+    // Elsewhere, and with sink_token attention (not batched), one sample per forward pass.
+    const bool exact_batches = m.config.ffn != model::FfnKind::moe && m.config.attention != model::AttentionKind::sink_token &&
+                               std::all_of(samples.begin(), samples.end(), [](const auto& s) { return s.size() % 4 == 0; });
+    const std::int64_t per_pass = exact_batches ? batch : 1;
     const auto t1 = std::chrono::steady_clock::now();
-    for (std::int64_t i = first; i < end; ++i) {
-        if (i > first) rs.begin_sample();
-        as.begin_sample();
-        model::forward(m.config, m.weights, samples[std::size_t(i)], &hooks, no_logits);
-        std::cerr << "\rsample " << i - first + 1 << "/" << end - first << " (" << seconds_since(t1) << " s)" << std::flush;
+    for (std::int64_t i = first; i < end; i += per_pass) {
+        const std::int64_t stop = std::min(end, i + per_pass);
+        if (per_pass == 1) {
+            if (i > first) rs.begin_sample();
+            as.begin_sample();
+            model::forward(m.config, m.weights, samples[std::size_t(i)], &hooks, no_logits);
+        } else {
+            const std::vector<std::vector<std::int32_t>> pass(samples.begin() + i, samples.begin() + stop);
+            model::forward_batch_replay<float>(m.config, m.weights, pass, hooks, [&](std::int64_t b) {
+                if (i + b > first) rs.begin_sample();
+                as.begin_sample();
+            }, no_logits);
+        }
+        std::cerr << "\rsample " << stop - first << "/" << end - first << " (" << seconds_since(t1) << " s)" << std::flush;
     }
     std::cerr << "\n";
     const std::string note = shard.count == 1 ? "" : ", shard " + std::to_string(shard.index) + "/" +
@@ -408,7 +428,7 @@ int main(int argc, char** argv) {
     std::string model_path, text, tokens, hooks, out, text_file, json_out, tokens_file, shard;
     std::uint64_t seed = 1;
     bool bos = false, no_bos = false, list_hooks = false, describe_hooks = false;
-    std::int64_t seq_len = 64, samples = 0;
+    std::int64_t seq_len = 64, samples = 0, batch = 8;
     double eps = 0.3;
 
     auto* info = app.add_subcommand("info", "architecture, shapes and tensor types of a checkpoint");
@@ -437,6 +457,8 @@ int main(int argc, char** argv) {
     stats->add_flag("--bos", bos, "prepend BOS to every sample (default: none, as Gu et al.)");
     stats->add_option("--shard", shard, "I/N: only the I-th (from 0) of N equal contiguous parts of the samples");
     stats->add_option("--json", json_out, "also write the summary and the mergeable state as JSON here");
+    stats->add_option("--batch", batch, "samples per forward pass where batching is bit-exact (dense FFN, lengths "
+                      "multiples of 4); one at a time elsewhere")->check(CLI::Range(1, 4096));
 
     std::vector<std::string> shard_files;
     auto* merge = app.add_subcommand("merge", "merge the --json files of `stats --shard I/N` runs into the whole run's");
@@ -475,7 +497,7 @@ int main(int argc, char** argv) {
             if (text.empty() && text_file.empty() && tokens_file.empty())
                 throw Error("stats: give --text-file, --text or --tokens-file");
             if (bos && !tokens_file.empty()) throw Error("stats: --bos applies to text; put BOS into the token file instead");
-            return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, bos ? 1 : -1, shard, json_out);
+            return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, bos ? 1 : -1, shard, json_out, batch);
         }
         if (*merge) return cmd_merge(shard_files, json_out);
         if (*random_model) {

@@ -168,6 +168,10 @@ sys.exit(0 if same(json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), "
 PY
 }
 check "merge writes the whole run's JSON" same_json "$work/merged.json" "$work/whole.json"
+# Batches: the runs above put 3 and 2 samples of 8 tokens in one forward pass (--batch 8 by default);
+# one sample per pass gives the same JSON bit for bit.
+"$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 8 --batch 1 --json "$work/batch1.json" > /dev/null 2>&1
+check "stats --batch 1 writes the batched run's JSON exactly" cmp -s "$work/batch1.json" "$work/whole.json"
 check "the whole run's JSON holds the mergeable state" grep -q '"format": "sinkscope.AttentionStats"' "$work/whole.json"
 "$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 8 --shard 2/2 > "$work/badshard.log" 2>&1
 check "--shard 2/2 exits 2 (shards count from 0)" test $? -eq 2

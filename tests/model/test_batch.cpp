@@ -7,11 +7,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 #include <sinkscope/model/batch.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
+#include <sinkscope/model/reducers.hpp>
 
 #include "test_paths.hpp"
 #include "tiny_model.hpp"
@@ -192,4 +194,74 @@ TEST_CASE("forward_batch rejects bad input with sinkscope::Error", "[model]") {
                       Catch::Contains("context length"));
     c.attention = AttentionKind::sink_token;
     CHECK_THROWS_WITH(forward_batch<float>(c, w, {{1, 2}}), Catch::Contains("sink_token"));
+}
+
+// Where batch and alone agree bit for bit: on a dense model (no MoE, whose experts gather rows) when every
+// length is a multiple of 4, Eigen 3.4's GEMM panel width in positions (gebp's nr), so that no position of
+// a sequence lands in a tail panel, alone or batched. `sinkscope stats` batches only then (its shards must
+// merge into exactly the whole run); if this fails after an Eigen upgrade, see tools/sinkscope.cpp.
+TEST_CASE("forward_batch is bit-exact on dense models when every length is a multiple of 4", "[model]") {
+    for (const char* kind : {"llama", "gemma2", "gpt2"}) {
+        SECTION(kind) {
+            const auto m = load_model<float>(test::fixture(std::string("model/random_") + kind));
+            for (const auto& lengths : {std::vector<std::size_t>{8, 8, 8}, std::vector<std::size_t>{8, 16, 12, 4}}) {
+                const auto seqs = three_sequences(m.config.vocab_size, lengths);
+                CHECK(batch_vs_alone(m.config, m.weights, seqs) == 0.0);
+            }
+        }
+    }
+}
+
+TEST_CASE("forward_batch_replay feeds the streaming reducers what forward feeds them", "[model]") {
+    const auto m = load_model<float>(test::fixture("model/random_llama"));
+    const Config& c = m.config;
+    SECTION("equal lengths, a multiple of 4: the same state bit for bit") {
+        const auto seqs = three_sequences(c.vocab_size, {8, 8, 8, 8, 8});
+        HookSet<float> h1, h2;
+        ResidualStats<float> r1(c.n_layers), r2(c.n_layers);
+        AttentionStats<float> a1(c.n_layers, c.n_heads), a2(c.n_layers, c.n_heads);
+        r1.attach(h1); a1.attach(h1);
+        r2.attach(h2); a2.attach(h2);
+        for (std::size_t i = 0; i < seqs.size(); ++i) {
+            if (i > 0) r1.begin_sample();
+            a1.begin_sample();
+            forward(c, m.weights, seqs[i], &h1);
+        }
+        forward_batch_replay<float>(c, m.weights, seqs, h2, [&](std::int64_t b) {
+            if (b > 0) r2.begin_sample();
+            a2.begin_sample();
+        });
+        CHECK(r2.samples() == 5);
+        CHECK(r2.to_json() == r1.to_json());
+        CHECK(a2.to_json() == a1.to_json());
+    }
+    SECTION("different lengths: each sequence's activations with forward's shapes") {
+        const auto seqs = three_sequences(c.vocab_size);
+        std::vector<std::string> names{"blocks.1.hook_resid_post", "blocks.0.attn.hook_pattern", "logits"};
+        HookSet<float> h;
+        std::vector<std::map<std::string, Captured<float>>> per(seqs.size());  // what the replay offered sequence b
+        std::int64_t current = -1;
+        h.add([&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); },
+              [&](const std::string& n, ActivationRef<float>& x) {
+                  per[std::size_t(current)][n] = Captured<float>{x.shape, std::vector<float>(x.data, x.data + x.size())};
+              });
+        forward_batch_replay<float>(c, m.weights, seqs, h, [&](std::int64_t b) { current = b; });
+        for (std::size_t b = 0; b < seqs.size(); ++b) {
+            HookSet<float> h1;
+            ActivationCache<float> alone;
+            alone.attach(h1, names);
+            forward(c, m.weights, seqs[b], &h1);
+            for (const auto& n : names) {
+                INFO(n << " of sequence " << b);
+                REQUIRE(per[b].count(n) == 1);
+                REQUIRE(per[b][n].shape == alone[n].shape);
+                double worst = 0, ref = 0;
+                for (std::size_t i = 0; i < alone[n].data.size(); ++i) {
+                    worst = std::max(worst, double(std::abs(per[b][n].data[i] - alone[n].data[i])));
+                    ref = std::max(ref, double(std::abs(alone[n].data[i])));
+                }
+                CHECK(worst <= kBatchTolerance * ref);
+            }
+        }
+    }
 }

@@ -31,7 +31,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
@@ -106,6 +108,54 @@ BatchLogits<T> forward_batch(const Config& c, const Weights<T>& w, const std::ve
     softcap(result.logits, c.logit_softcap);                     // c·tanh(logits/c) (Gemma 2)
     hook(hook_spec(HookId::logits).name, result.logits.data(), {n, c.vocab_size});
     return result;
+}
+
+// Runs `sequences` as one batch, then offers each sequence's activations to `hooks` written for one
+// sequence: sliced to its length, with forward()'s shapes (no batch dimension; scores and pattern
+// [head, T_b, T_b]), sequence after sequence, each in the order forward() offers them, calling
+// before_sequence(b) first. The streaming reducers (model/reducers.hpp) thus observe a batch as they
+// observe forward() on each sequence in turn. Read-only: the activations are offered after the batch has
+// run, so what these hooks write changes nothing (interventions go through forward_batch's own hooks).
+// Memory: a copy of every activation the hooks want, for the whole batch.
+template <class T>
+BatchLogits<T> forward_batch_replay(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences,
+                                    const HookSet<T>& hooks, const std::function<void(std::int64_t)>& before_sequence = {},
+                                    ForwardOptions options = {}) {
+    std::vector<std::pair<std::string, Captured<T>>> seen;  // in the order the batch offered them
+    HookSet<T> capture;
+    capture.add([&hooks](const std::string& name) { return hooks.wants(name); },
+                [&seen](const std::string& name, ActivationRef<T>& x) {
+                    seen.push_back({name, Captured<T>{x.shape, std::vector<T>(x.data, x.data + x.size())}});
+                });
+    BatchLogits<T> out = forward_batch(c, w, sequences, &capture, options);
+    const std::int64_t P = out.positions;
+    const std::string scores = hook_spec(HookId::attn_scores).name, pattern = hook_spec(HookId::pattern).name;
+    auto ends_with = [](const std::string& s, const std::string& tail) {
+        return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+    };
+    std::vector<T> one;
+    for (std::int64_t b = 0; b < out.batch; ++b) {
+        if (before_sequence) before_sequence(b);
+        const std::int64_t n = out.lengths[std::size_t(b)];
+        for (const auto& [name, a] : seen) {
+            std::vector<std::int64_t> shape;
+            if (ends_with(name, scores) || ends_with(name, pattern)) {  // [B, H, T, T] → [H, T_b, T_b]
+                const std::int64_t H = a.shape[1];
+                one.resize(std::size_t(H * n * n));
+                for (std::int64_t h = 0; h < H; ++h)
+                    for (std::int64_t i = 0; i < n; ++i)
+                        std::copy_n(a.data.begin() + ((b * H + h) * P + i) * P, n, one.begin() + (h * n + i) * n);
+                shape = {H, n, n};
+            } else {  // [B, T, …] → [T_b, …]
+                const std::int64_t row = std::int64_t(a.data.size()) / (out.batch * P);
+                one.assign(a.data.begin() + b * P * row, a.data.begin() + (b * P + n) * row);
+                shape.assign(a.shape.begin() + 1, a.shape.end());
+                shape.front() = n;
+            }
+            hooks.run(name, ActivationRef<T>{one.data(), shape});
+        }
+    }
+    return out;
 }
 
 }  // namespace sinkscope::model
