@@ -177,6 +177,30 @@ TEST_CASE("quantized linear_forward: exact and int8 paths against x W^T in doubl
     }
 }
 
+TEST_CASE("quantized linear_forward: small odd shapes (fewer rows than a panel, one block per row)", "[model]") {
+    std::mt19937 rng(11);
+    const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0,
+                              GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+    for (GgmlType type : types) {
+        const std::int64_t K = io::block_elements(type) == 32 ? 96 : 256, N = 5;  // 3 blocks of 32 / 1 of 256
+        const auto blocks = random_blocks(type, N, K, rng);
+        const QuantMatrix Wq(type, N, K, blocks.data());
+        Mat<float> W(N, K);
+        io::dequantize<float>(type, blocks.data(), N * K, W.data());
+        const Vec<float> b = Vec<float>::Random(N);
+        for (std::int64_t T : {1, 9}) {
+            INFO(io::type_name(type) << " T " << T);
+            const Mat<float> x = random_x(T, K, rng, false);
+            const Reference R = reference(x, W);
+            Mat<float> y;
+            linear_forward(y, x, Wq, b, QuantCompute::exact);
+            compare(y, R, b, false);
+            linear_forward(y, x, Wq, b, QuantCompute::int8);
+            CHECK(compare(y, R, b, true).max_over_q <= 0.6);
+        }
+    }
+}
+
 TEST_CASE("quantized linear_forward: types without an int8 kernel take the exact path", "[model]") {
     std::mt19937 rng(7);
     for (GgmlType type : {GgmlType::F32, GgmlType::F16}) {
