@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SmolLM2-135M forward over 512 tokens with every layer's residual stream captured: sinkscope against
-# Hugging Face transformers (CPU, eager, output_hidden_states=True), in the same run, same threads.
+# Hugging Face transformers (CPU, eager, output_hidden_states=True) and llama.cpp (llama-bench prompt
+# processing on the same GGUF in its own types, no capture; built by bench/llama_cpp_peer.sh), in the same
+# run, same threads.
 # Prints both JSON lines and the ratios, then the machine's single-precision GEMM rate (torch, 2048³,
 # same threads) and the tokens/s a forward of this arithmetic would reach at that rate: the ceiling
 # for any float32 implementation on this machine.
@@ -18,11 +20,15 @@ ours=$(build/bench/bench_forward "$model" data/sample.txt "$tokens" "$repeats")
 echo "$ours"
 peer=$("$py" bench/bench_forward_hf.py "$model" data/sample.txt "$tokens" "$repeats" 2>/dev/null)
 echo "$peer"
-"$py" - "$ours" "$peer" <<'PY'
+llama=$("$py" bench/bench_forward_llamacpp.py "$(bench/llama_cpp_peer.sh)" "$model" "$tokens" "$repeats" "$(nproc)")
+echo "$llama"
+"$py" - "$ours" "$peer" "$llama" <<'PY'
 import json, sys
-a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+a, b, c = (json.loads(s) for s in sys.argv[1:4])
 print(f"tokens/s ratio sinkscope/transformers: {a['tokens_per_s'] / b['tokens_per_s']:.2f}x "
       f"({a['tokens_per_s']:.0f} vs {b['tokens_per_s']:.0f})")
+print(f"tokens/s ratio sinkscope/llama.cpp: {a['tokens_per_s'] / c['tokens_per_s']:.2f}x "
+      f"({a['tokens_per_s']:.0f} vs {c['tokens_per_s']:.0f}; llama.cpp peak RSS {c['peak_rss_mb']:.0f} MB)")
 print(f"peak RSS ratio: {a['peak_rss_mb'] / b['peak_rss_mb']:.2f} ({a['peak_rss_mb']:.0f} MB vs {b['peak_rss_mb']:.0f} MB)")
 print(f"load: {a['load_s']:.2f} s vs {b['load_s']:.2f} s")
 import time, torch
