@@ -1,8 +1,11 @@
 // sinkscope — command-line front end of the library.
 //
-//   sinkscope info MODEL                         architecture, shapes, tensor types
+//   sinkscope info MODEL [--weights float32|file] [--compute exact|int8]   architecture, shapes, tensor types
 //   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos | --no-bos] --hooks NAME[,NAME…] --out DIR
-//                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json
+//                   [--weights float32|file] [--compute exact|int8]
+//                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json;
+//                                                --weights file keeps a GGUF's linear maps in their file
+//                                                types (memory-mapped), --compute their products' arithmetic
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
 //                   [--bos] [--shard I/N] [--json F] [--batch 8]
 //                                                per-layer massive-activation and sink summary; with
@@ -63,9 +66,25 @@ std::uint64_t g_weight_bytes = 0;
 // The model at `path` (train::load_for_analysis), after checking that its float32 weights fit in the
 // memory available: a model too large is an Error naming the file, what it needs and what there is,
 // instead of a std::bad_alloc (or the OOM killer) halfway through the load.
-model::LoadedModel<float> load_checked(const std::string& path) {
+// With --weights file (WeightStorage::file_type) a GGUF's linear maps stay in their file types,
+// memory-mapped, and the check counts their bytes in the file instead (io::require_weights_fit_file_type);
+// other checkpoints have no file types to keep and load as float32.
+model::LoadedModel<float> load_checked(const std::string& path, const model::LoadOptions& options = {}) {
+    const bool gguf = !fs::is_directory(path) && fs::path(path).extension() != ".safetensors";
+    if (options.storage == model::WeightStorage::file_type && gguf) {
+        g_weight_bytes = io::require_weights_fit_file_type(path);
+        return model::load_model<float>(path, options);
+    }
     g_weight_bytes = io::require_weights_fit(path, sizeof(float));
     return train::load_for_analysis<float>(path);
+}
+
+// --weights file|float32 and --compute exact|int8 as LoadOptions.
+model::LoadOptions load_options(const std::string& weights, const std::string& compute) {
+    model::LoadOptions o;
+    o.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
+    o.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
+    return o;
 }
 
 // "sliding window 8 (layers 0, 2), global (layers 1, 3)": each layer's attention span, grouped.
@@ -88,11 +107,14 @@ std::string attention_spans(const model::Config& c) {
     return os.str();
 }
 
-int cmd_info(const std::string& path) {
+int cmd_info(const std::string& path, const model::LoadOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
-    g_weight_bytes = io::require_weights_fit(path, sizeof(float));
-    const auto m = model::load_model<float>(path);
+    const bool file_type = options.storage == model::WeightStorage::file_type;
+    g_weight_bytes = file_type ? io::require_weights_fit_file_type(path) : io::require_weights_fit(path, sizeof(float));
+    const auto m = model::load_model<float>(path, options);
     std::cout << "model:      " << path << " (" << m.format << ", loaded in " << seconds_since(t0) << " s)\n"
+              << "weights:    " << (m.weights.file_type() ? "linear maps in their file types, memory-mapped" : "float32")
+              << " (" << io::format_gib(g_weight_bytes) << ")\n"
               << "config:     " << m.config.describe() << "\n"
               << "attention:  " << attention_spans(m.config) << "\n"
               << "parameters: " << model::parameter_count(m.weights) << "\n";
@@ -140,11 +162,11 @@ std::vector<std::int32_t> input_tokens(const model::LoadedModel<float>& m, const
 }
 
 int cmd_capture(const std::string& path, const std::string& text, const std::string& tokens, int bos_flag,
-                const std::string& hooks_arg, const std::string& out) {
+                const std::string& hooks_arg, const std::string& out, const model::LoadOptions& options) {
     // Checked before the model is loaded, so a bad --out costs nothing.
     if (fs::exists(out) && !fs::is_directory(out))
         throw Error("capture: --out must name a directory (new or existing), and this is an existing file", {out, "", {}});
-    const auto m = load_checked(path);
+    const auto m = load_checked(path, options);
     const auto ids = input_tokens(m, text, tokens, bos_flag);
     const auto all = model::hook_names(m.config);
     std::vector<std::string> wanted;
@@ -168,7 +190,9 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
     }
     nlohmann::json meta{{"sinkscope_version", version()}, {"model", path}, {"format", m.format},
                         {"tokens", ids}, {"hooks", wanted}, {"config", train::config_to_json(m.config)},
-                        {"forward_seconds", elapsed}, {"dtype", "float32"}};
+                        {"forward_seconds", elapsed}, {"dtype", "float32"},
+                        {"weights", m.weights.file_type() ? "file" : "float32"},
+                        {"compute", m.weights.file_type() && options.compute == model::QuantCompute::int8 ? "int8" : "exact"}};
     std::ofstream meta_out(out + "/meta.json");
     meta_out << meta.dump(1) << "\n";
     if (!meta_out) throw Error("capture: cannot write", {out + "/meta.json", "", {}});
@@ -433,6 +457,13 @@ int main(int argc, char** argv) {
 
     auto* info = app.add_subcommand("info", "architecture, shapes and tensor types of a checkpoint");
     info->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
+    std::string weights = "float32", compute = "exact";
+    const std::string weights_help = "file: keep a GGUF's linear maps in their file types, memory-mapped (forward only); "
+                                     "float32: convert every tensor at load";
+    const std::string compute_help = "with --weights file: exact (dequantized tiles, float GEMM) or int8 (8-bit "
+                                     "activations, integer dot products)";
+    info->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
+    info->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8"}))->capture_default_str();
 
     auto* capture = app.add_subcommand("capture", "run a text and save hooked activations as .npy");
     capture->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
@@ -442,6 +473,8 @@ int main(int argc, char** argv) {
     capture->add_flag("--no-bos", no_bos, "never prepend BOS")->excludes(bos_opt);
     capture->add_option("--hooks", hooks, "hook names, comma-separated (TransformerLens names)");
     capture->add_option("--out", out, "output directory");
+    capture->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
+    capture->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8"}))->capture_default_str();
     capture->add_flag("--list-hooks", list_hooks, "print the hook names of this model and exit");
     capture->add_flag("--describe", describe_hooks, "with --list-hooks: one row per hook kind, with its shape and meaning");
 
@@ -473,7 +506,7 @@ int main(int argc, char** argv) {
 
     CLI11_PARSE(app, argc, argv);
     try {
-        if (*info) return cmd_info(model_path);
+        if (*info) return cmd_info(model_path, load_options(weights, compute));
         if (*capture) {
             if (list_hooks) {
                 const auto config = load_checked(model_path).config;
@@ -491,7 +524,7 @@ int main(int argc, char** argv) {
             if (text.empty() && tokens.empty()) throw Error("capture: give --text or --tokens");
             if (hooks.empty()) throw Error("capture: give --hooks");
             if (out.empty()) throw Error("capture: give --out");
-            return cmd_capture(model_path, text, tokens, bos ? 1 : (no_bos ? -1 : 0), hooks, out);
+            return cmd_capture(model_path, text, tokens, bos ? 1 : (no_bos ? -1 : 0), hooks, out, load_options(weights, compute));
         }
         if (*stats) {
             if (text.empty() && text_file.empty() && tokens_file.empty())
@@ -512,7 +545,7 @@ int main(int argc, char** argv) {
         // count (activations, captures, a fragmented heap) or a check that could not be made.
         const auto avail = io::available_memory();
         std::cerr << "sinkscope: out of memory (std::bad_alloc)"
-                  << (g_weight_bytes ? "; the model's float32 weights need " + io::format_gib(g_weight_bytes) : std::string())
+                  << (g_weight_bytes ? "; the model's weights need " + io::format_gib(g_weight_bytes) : std::string())
                   << "; " << (avail ? io::format_gib(*avail) : std::string("an unknown amount")) << " available now\n";
         return 2;
     } catch (const fs::filesystem_error& e) {

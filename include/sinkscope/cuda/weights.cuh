@@ -136,6 +136,7 @@ void expect(const X& t, std::int64_t rows, std::int64_t cols, const std::string&
 // and is missing. Optional tensors (biases the config turns on, …) are checked when present.
 inline void check_weights(const model::Config& c, const model::Weights<float>& w) {
     using namespace model;
+    require_dense(w, "the CUDA upload");
     c.validate();
     const std::int64_t d = c.d_model, V = c.vocab_size, qd = c.q_dim(), kd = c.kv_dim(), dff = c.d_ff;
     require(std::int64_t(w.layers.size()) == c.n_layers, "cuda: the weights have " + std::to_string(w.layers.size()) +

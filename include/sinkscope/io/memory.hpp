@@ -142,4 +142,37 @@ inline std::uint64_t require_weights_fit(const std::string& path, std::size_t va
     return require_fits(checkpoint_value_count(path), value_bytes, available, path);
 }
 
+/// Bytes the checkpoint at `path` takes with file-type storage (model/load.hpp, WeightStorage::file_type):
+/// a GGUF's 2-D tensors of a block type or F16/BF16 at their size in the file (memory-mapped, read in place),
+/// every other tensor as float32 values. Tensors the loader splits or stacks stay float32 there too, so they
+/// count as float32 here: names with "qkv", "gate_up" or "_exps" (fused q|k|v, gate|up, MoE experts). A
+/// safetensors checkpoint loads float32 whatever the storage, so it counts 4 bytes a value.
+inline std::uint64_t checkpoint_file_type_bytes(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(path, ec) || fs::path(path).extension() == ".safetensors")
+        return detail::mul_saturating(checkpoint_value_count(path), 4);
+    const GgufFile f(path);
+    std::uint64_t n = 0;
+    for (const auto& t : f.tensors()) {
+        const bool split = t.name.find("qkv") != std::string::npos || t.name.find("gate_up") != std::string::npos ||
+                           t.name.find("_exps") != std::string::npos;
+        const bool in_place = t.shape.size() == 2 && t.type != GgmlType::F32 && is_supported(t.type) && !split;
+        n = detail::add_saturating(n, in_place ? t.nbytes : detail::mul_saturating(static_cast<std::uint64_t>(t.n_elements()), 4));
+    }
+    return n;
+}
+
+/// require_weights_fit() for file-type storage: checkpoint_file_type_bytes(path) against `available`
+/// ("needs 4.4 GiB of memory for weights in their file types, 3.0 GiB available"). Returns the bytes needed.
+inline std::uint64_t require_weights_fit_file_type(const std::string& path,
+                                                   std::optional<std::uint64_t> available = available_memory()) {
+    const std::uint64_t needed = checkpoint_file_type_bytes(path);
+    if (available && needed > *available)
+        throw Error("needs " + format_gib(needed) + " of memory for weights in their file types, " + format_gib(*available) +
+                        " available",
+                    {path, "", std::nullopt});
+    return needed;
+}
+
 }  // namespace sinkscope::io

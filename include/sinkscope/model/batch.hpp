@@ -78,7 +78,7 @@ BatchLogits<T> forward_batch(const Config& c, const Weights<T>& w, const std::ve
     Mat<T> x = Mat<T>::Zero(n, d);  // (B·T, d) residual stream; padded rows start at zero
     for (std::int64_t b = 0; b < B; ++b)
         for (std::int64_t t = 0; t < layout.lengths[std::size_t(b)]; ++t) {
-            x.row(b * P + t) = w.tok_embed.row(sequences[std::size_t(b)][std::size_t(t)]);
+            detail::embed_row(x.row(b * P + t), w, sequences[std::size_t(b)][std::size_t(t)]);  // dense or file-type
             if (c.embed_scale != 1) x.row(b * P + t) *= T(c.embed_scale);  // Gemma: √d_model, rounded to T
         }
     hook(hook_spec(HookId::embed).name, x.data(), {n, d});
@@ -103,8 +103,7 @@ BatchLogits<T> forward_batch(const Config& c, const Weights<T>& w, const std::ve
         hook(hook_spec(HookId::ln_final).name, xn.data(), {n, d});
         x.swap(xn);
     }
-    static const Vec<T> no_bias;
-    linear_forward(result.logits, x, w.output_head(), no_bias);  // (B·T, vocab)
+    detail::head_forward(result.logits, x, w);  // (B·T, vocab); dense or file-type
     softcap(result.logits, c.logit_softcap);                     // c·tanh(logits/c) (Gemma 2)
     hook(hook_spec(HookId::logits).name, result.logits.data(), {n, c.vocab_size});
     return result;

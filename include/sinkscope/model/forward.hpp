@@ -16,9 +16,12 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/io/dequantize.hpp"
+#include "sinkscope/layers/quantized_linear.hpp"
 #include "sinkscope/model/block_wiring.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/hooks.hpp"
@@ -33,6 +36,45 @@ struct ForwardOptions {
 };
 
 namespace detail {
+
+// y = x Wᵀ + b for a linear map stored either dense (W) or as a view of its GGUF blocks (Wf, file-type
+// storage: model/weights.hpp). Every product of the forward with a map that may be a view goes through here;
+// the activations x and y are float either way, so hooks see what they see with dense weights.
+template <class T>
+void linear_weight(Mat<T>& y, const Mat<T>& x, const Mat<T>& W, const QuantMatrix& Wf, const Vec<T>& b,
+                   QuantCompute compute) {
+    if (!Wf.empty()) {
+        if constexpr (std::is_same_v<T, float>) {
+            linear_forward(y, x, Wf, b, compute);
+            return;
+        } else {
+            throw Error("forward: weights kept in their GGUF types (WeightStorage::file_type) run in float only");
+        }
+    }
+    linear_forward(y, x, W, b);
+}
+
+// Row `id` of the token embedding into `dst` (d entries): a dense row, or one row of the file's blocks dequantized.
+template <class T, class Row>
+void embed_row(Row&& dst, const Weights<T>& w, std::int32_t id) {
+    if (w.tok_embed_file.empty()) { dst = w.tok_embed.row(id); return; }
+    if constexpr (std::is_same_v<T, float>) {
+        Vec<float> r(w.tok_embed_file.cols);
+        io::dequantize<float>(w.tok_embed_file.type, w.tok_embed_file.row(id), w.tok_embed_file.cols, r.data());
+        dst = r.transpose();
+    } else {
+        throw Error("forward: weights kept in their GGUF types (WeightStorage::file_type) run in float only");
+    }
+}
+
+// logits = x headᵀ with the output head (lm_head, or the tied token embedding), dense or a view.
+template <class T>
+void head_forward(Mat<T>& logits, const Mat<T>& x, const Weights<T>& w) {
+    static const Vec<T> no_bias;
+    if (!w.file_type()) { linear_forward(logits, x, w.output_head(), no_bias); return; }
+    if (w.lm_head.size() || !w.lm_head_file.empty()) linear_weight(logits, x, w.lm_head, w.lm_head_file, no_bias, w.compute);
+    else linear_weight(logits, x, w.tok_embed, w.tok_embed_file, no_bias, w.compute);
+}
 
 // The rows of a right-padded batch (model/batch.hpp): every activation is (B·T × …), sequence b owns
 // rows [b·T, b·T + lengths[b]); the rows after them are padding.
@@ -171,9 +213,9 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
     Mat<T>& q = s.q;
     Mat<T>& k = s.k;
     Mat<T>& v = s.v;
-    linear_forward(q, xn, w.wq, w.bq);  // (T, H·d_h)
-    linear_forward(k, xn, w.wk, w.bk);  // (T, G·d_h)
-    linear_forward(v, xn, w.wv, w.bv);  // (T, G·d_h)
+    linear_weight(q, xn, w.wq, w.wq_file, w.bq, w.compute);  // (T, H·d_h)
+    linear_weight(k, xn, w.wk, w.wk_file, w.bk, w.compute);  // (T, G·d_h)
+    linear_weight(v, xn, w.wv, w.wv_file, w.bv, w.compute);  // (T, G·d_h)
     if (c.qk_norm && c.qk_norm_scope == QkNormScope::head) {
         head_rmsnorm_forward(q, w.q_norm, H, dh, c.norm_eps);
         head_rmsnorm_forward(k, w.k_norm, G, dh, c.norm_eps);
@@ -295,7 +337,7 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
         }
     }
     hook(names[HookId::z], z.data(), {n, H, dh});
-    linear_forward(out, z, w.wo, w.bo);
+    linear_weight(out, z, w.wo, w.wo_file, w.bo, w.compute);
 }
 
 // The FFN of one block: `xn` (T × d) is its input after its norm; writes its output to `out`.
@@ -309,27 +351,27 @@ void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
             Mat<T>& gate = s.gate;
             Mat<T>& up = s.up;
             Mat<T>& hidden = s.hidden;
-            linear_forward(gate, xn, w.w_gate, no_bias);  // (T, d_ff)
-            linear_forward(up, xn, w.w_up, w.b_up);       // (T, d_ff)
+            linear_weight(gate, xn, w.w_gate, w.w_gate_file, no_bias, w.compute);  // (T, d_ff)
+            linear_weight(up, xn, w.w_up, w.w_up_file, w.b_up, w.compute);       // (T, d_ff)
             hook(names[HookId::mlp_pre], gate.data(), {n, c.d_ff});
             hook(names[HookId::mlp_pre_linear], up.data(), {n, c.d_ff});
             activation_forward(hidden, gate, c.activation);
             hidden.array() *= up.array();  // w2(silu(w1 x) * w3 x)
             hook(names[HookId::mlp_post], hidden.data(), {n, c.d_ff});
-            linear_forward(out, hidden, w.w_down, w.b_down);
+            linear_weight(out, hidden, w.w_down, w.w_down_file, w.b_down, w.compute);
             return;
         }
         case FfnKind::gelu: {
             Mat<T>& pre = s.up;
             Mat<T>& hidden = s.hidden;
-            linear_forward(pre, xn, w.w_up, w.b_up);
+            linear_weight(pre, xn, w.w_up, w.w_up_file, w.b_up, w.compute);
             hook(names[HookId::mlp_pre], pre.data(), {n, c.d_ff});
             activation_forward(hidden, pre, c.activation);
             hook(names[HookId::mlp_post], hidden.data(), {n, c.d_ff});
-            linear_forward(out, hidden, w.w_down, w.b_down);
+            linear_weight(out, hidden, w.w_down, w.w_down_file, w.b_down, w.compute);
             return;
         }
-        case FfnKind::linear: linear_forward(out, xn, w.w_down, w.b_down); return;
+        case FfnKind::linear: linear_weight(out, xn, w.w_down, w.w_down_file, w.b_down, w.compute); return;
         case FfnKind::none: out = Mat<T>::Zero(n, c.d_model); return;
         case FfnKind::moe: moe_block_forward(out, xn, w, c, names, hook, s); return;
     }
@@ -416,7 +458,7 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
 
     Mat<T> x(n, d);  // (T, d) residual stream (T + 1 rows with a sink token, the sink first)
     if (sink) x.row(0) = w.sink_embed.transpose();
-    for (std::int64_t t = sink; t < n; ++t) x.row(t) = w.tok_embed.row(tokens[t - sink]);
+    for (std::int64_t t = sink; t < n; ++t) detail::embed_row(x.row(t), w, tokens[t - sink]);
     if (c.embed_scale != 1) x.bottomRows(n - sink) *= T(c.embed_scale);  // Gemma: √d_model, rounded to T
     hook(hook_spec(HookId::embed).name, x.data(), {n, d});
     if (c.positions == PositionKind::learned) {
@@ -436,9 +478,8 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
         x.swap(xn);
     }
     Mat<T> logits;
-    static const Vec<T> no_bias;
-    if (sink) { const Mat<T> real = x.bottomRows(n - 1); linear_forward(logits, real, w.output_head(), no_bias); }
-    else linear_forward(logits, x, w.output_head(), no_bias);  // (T, vocab)
+    if (sink) { const Mat<T> real = x.bottomRows(n - 1); detail::head_forward(logits, real, w); }
+    else detail::head_forward(logits, x, w);  // (T, vocab)
     softcap(logits, c.logit_softcap);  // c·tanh(logits/c) (Gemma 2)
     hook(hook_spec(HookId::logits).name, logits.data(), {n - sink, c.vocab_size});
     return logits;

@@ -5,11 +5,22 @@
 // the config before it is read; a mismatch throws sinkscope::Error naming the file, the tensor and its
 // byte offset. The families' switches, names and layouts come from families.hpp; this file has one
 // reader for all of them.
+//
+// Weight storage (LoadOptions, issue 11). WeightStorage::float32 (the default) converts every tensor to T
+// as it is read. WeightStorage::file_type (GGUF, T = float) keeps the plain linear maps of a GGUF in their
+// file types: W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the token embedding and the output head, each read
+// as one (rows × cols) matrix of a block type or F16/BF16, become QuantMatrix views into the memory-mapped
+// file (Weights::file keeps it mapped) and their Mat stays empty; the forward multiplies with them through
+// layers/quantized_linear.hpp (LoadOptions::compute) and dequantizes embedding rows on lookup. Everything
+// else is float32 as before: F32 tensors, norms, biases, the MoE router and experts, and fused tensors that
+// must be split (q|k|v, gate|up, per-head QKV), since a split needs rows the view would not own in order.
+// Safetensors directories have no block types; file_type on one loads float32 (their F16/BF16 stays dense).
 #pragma once
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -22,6 +33,17 @@
 #include "sinkscope/model/weights.hpp"
 
 namespace sinkscope::model {
+
+/// How a GGUF's linear maps are kept in memory (file comment).
+enum class WeightStorage {
+    float32,    // every tensor converted to T at load (dense Mat; what training, CUDA and analysis need)
+    file_type,  // plain linear maps kept in their GGUF types, memory-mapped (forward and hooks only)
+};
+
+struct LoadOptions {
+    WeightStorage storage = WeightStorage::float32;
+    QuantCompute compute = QuantCompute::exact;  // products with file-type maps (Weights::set_compute changes it)
+};
 
 template <class T>
 struct LoadedModel {
@@ -40,6 +62,9 @@ struct TensorSource {
     std::function<bool(const std::string&)> has;
     std::function<void(const std::string&, const std::vector<std::int64_t>&, float*)> fill_f32;
     std::function<void(const std::string&, const std::vector<std::int64_t>&, double*)> fill_f64;
+    // File-type storage: a view of a (rows × cols) tensor in its file type, or an empty QuantMatrix when it
+    // stays dense (F32, or a type without a view). Unset: every tensor is read dense.
+    std::function<QuantMatrix(const std::string&, std::int64_t, std::int64_t)> view;
 };
 
 template <class T>
@@ -86,6 +111,23 @@ inline TensorSource gguf_source(const io::GgufFile& f) {
     s.has = [&f](const std::string& n) { return f.find(n) != nullptr; };
     s.fill_f32 = [&f, checked](const std::string& n, const std::vector<std::int64_t>& w, float* dst) { f.load_into(checked(n, w), dst); };
     s.fill_f64 = [&f, checked](const std::string& n, const std::vector<std::int64_t>& w, double* dst) { f.load_into(checked(n, w), dst); };
+    return s;
+}
+
+// gguf_source, with views of the block-typed (and F16/BF16) 2-D tensors of `f` (WeightStorage::file_type).
+inline TensorSource gguf_view_source(const io::GgufFile& f) {
+    TensorSource s = gguf_source(f);
+    s.view = [&f](const std::string& name, std::int64_t rows, std::int64_t cols) -> QuantMatrix {
+        const io::GgufTensor& t = f.tensor(name);
+        const std::vector<std::int64_t> want{rows, cols};
+        if (reversed(t.shape) != want)
+            throw Error("tensor shape " + shape_str(reversed(t.shape)) + " does not match the config's " + shape_str(want),
+                        {f.path(), name, t.offset});
+        if (t.type == io::GgmlType::F32 || !io::is_supported(t.type)) return {};  // F32: dense; unsupported: load's Error
+        require(io::tensor_bytes(t.type, t.n_elements()) == t.nbytes, "tensor byte size does not match its shape and type",
+                {f.path(), name, t.offset});
+        return QuantMatrix(t.type, rows, cols, f.raw(t));
+    };
     return s;
 }
 
@@ -185,6 +227,13 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
         if (!layout.conv1d) return read_matrix<T>(s, full(pattern, l, e), rows, cols);
         return Mat<T>(read_matrix<T>(s, full(pattern, l, e), cols, rows).transpose());
     };
+    // A plain linear map: a view of the file's blocks when the source gives one (file-type storage), else dense.
+    auto linear = [&](Mat<T>& dense, QuantMatrix& view, const std::string& pattern, std::int64_t l, std::int64_t rows,
+                      std::int64_t cols, const char* what) {
+        need(pattern, what);
+        if (s.view && !layout.conv1d) view = s.view(full(pattern, l), rows, cols);
+        if (view.empty()) dense = matrix(pattern, l, rows, cols, what);
+    };
     auto vector = [&](const std::string& pattern, std::int64_t l, std::int64_t n, const char* what) {
         need(pattern, what);
         return read_vector<T>(s, full(pattern, l), n);
@@ -202,7 +251,8 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
     Weights<T> w;
     // Embeddings are tables (row = token or position) in every layout, never stored transposed.
     need(names.tok_embed, "token embedding");
-    w.tok_embed = read_matrix<T>(s, full(names.tok_embed, -1), V, d);
+    if (s.view) w.tok_embed_file = s.view(full(names.tok_embed, -1), V, d);
+    if (w.tok_embed_file.empty()) w.tok_embed = read_matrix<T>(s, full(names.tok_embed, -1), V, d);
     if (c.positions == PositionKind::learned) {
         need(names.pos_embed, "position embedding");
         w.pos_embed = read_matrix<T>(s, full(names.pos_embed, -1), c.context_length, d);
@@ -215,16 +265,16 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
         // A fused q|k|v where the family has only that, or where this checkpoint has it (Phi-3 GGUF: either).
         const bool fused_qkv = names.wq.empty() || (!names.qkv.empty() && s.has(full(names.qkv, l)));
         if (!fused_qkv) {
-            L.wq = matrix(names.wq, l, q, d, "W_Q");
-            L.wk = matrix(names.wk, l, kv, d, "W_K");
-            L.wv = matrix(names.wv, l, kv, d, "W_V");
+            linear(L.wq, L.wq_file, names.wq, l, q, d, "W_Q");
+            linear(L.wk, L.wk_file, names.wk, l, kv, d, "W_K");
+            linear(L.wv, L.wv_file, names.wv, l, kv, d, "W_V");
             if (c.qkv_bias) { L.bq = vector(names.bq, l, q, "b_Q"); L.bk = vector(names.bk, l, kv, "b_K"); L.bv = vector(names.bv, l, kv, "b_V"); }
         } else {
             const Mat<T> qkv = matrix(names.qkv, l, q + 2 * kv, d, "fused QKV");
             const Vec<T> b = c.qkv_bias ? vector(names.qkv_bias, l, q + 2 * kv, "fused QKV bias") : Vec<T>();
             split_qkv(L, qkv, b, c, layout.fused);
         }
-        L.wo = matrix(names.wo, l, d, q, "W_O");
+        linear(L.wo, L.wo_file, names.wo, l, d, q, "W_O");
         if (c.out_bias) L.bo = vector(names.bo, l, d, "b_O");
         else if (!names.bo.empty()) L.bo = read_optional_vector<T>(s, full(names.bo, l), d);
         if (c.qk_norm) {
@@ -241,11 +291,11 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
             L.w_gate = gate_up.topRows(c.d_ff);
             L.w_up = gate_up.bottomRows(c.d_ff);
         } else if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) {
-            if (c.ffn == FfnKind::swiglu) L.w_gate = matrix(names.w_gate, l, c.d_ff, d, "W_gate");
-            L.w_up = matrix(names.w_up, l, c.d_ff, d, "W_in");
+            if (c.ffn == FfnKind::swiglu) linear(L.w_gate, L.w_gate_file, names.w_gate, l, c.d_ff, d, "W_gate");
+            linear(L.w_up, L.w_up_file, names.w_up, l, c.d_ff, d, "W_in");
         }
         if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) {
-            L.w_down = matrix(names.w_down, l, d, c.d_ff, "W_out");
+            linear(L.w_down, L.w_down_file, names.w_down, l, d, c.d_ff, "W_out");
             if (c.mlp_bias) { L.b_up = vector(names.b_up, l, c.d_ff, "b_in"); L.b_down = vector(names.b_down, l, d, "b_out"); }
         }
         if (c.ffn == FfnKind::moe) {
@@ -293,7 +343,8 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
     const std::string head = names.lm_head;  // the output head is never prefixed
     if (!c.tied_embeddings) {
         if (!s.has(head)) throw Error("untied model has no " + head, {where, head, {}});
-        w.lm_head = read_matrix<T>(s, head, V, d);
+        if (s.view) w.lm_head_file = s.view(head, V, d);
+        if (w.lm_head_file.empty()) w.lm_head = read_matrix<T>(s, head, V, d);
     }
     return w;
 }
@@ -395,14 +446,28 @@ Weights<T> hf_weights(const io::SafetensorsCheckpoint& ck, const std::string& di
 }  // namespace detail
 
 template <class T>
-LoadedModel<T> load_gguf(const std::string& path) {
-    io::GgufFile f(path);
+LoadedModel<T> load_gguf(const std::string& path, const LoadOptions& options = {}) {
+    const bool file_type = options.storage == WeightStorage::file_type;
+    if constexpr (!std::is_same_v<T, float>)
+        if (file_type) throw Error("WeightStorage::file_type loads float models only (the quantized products are float)", {path, "", {}});
+    auto f = std::make_shared<const io::GgufFile>(path);
     LoadedModel<T> m;
-    m.config = detail::gguf_config(f);
-    m.weights = detail::gguf_weights<T>(f, m.config);
+    m.config = detail::gguf_config(*f);
+    if (file_type) {
+        const Family* fam = family_of_gguf_arch(f->metadata().at("general.architecture").get<std::string>());
+        m.weights = detail::read_weights<T>(detail::gguf_view_source(*f), m.config, fam->gguf, detail::Layout{}, f->path());
+        bool any_view = !m.weights.tok_embed_file.empty() || !m.weights.lm_head_file.empty();
+        for (const auto& L : m.weights.layers)
+            for (const QuantMatrix* q : {&L.wq_file, &L.wk_file, &L.wv_file, &L.wo_file, &L.w_gate_file, &L.w_up_file, &L.w_down_file})
+                any_view = any_view || !q->empty();
+        if (any_view) m.weights.file = f;  // keeps the mapping alive as long as any copy of the weights
+        m.weights.set_compute(options.compute);
+    } else {
+        m.weights = detail::gguf_weights<T>(*f, m.config);
+    }
     m.path = path;
     m.format = "gguf";
-    m.metadata = f.metadata();
+    m.metadata = f->metadata();
     return m;
 }
 
@@ -422,10 +487,17 @@ LoadedModel<T> load_hf(const std::string& dir) {
 // A .gguf file, or a Hugging Face directory (config.json + safetensors).
 template <class T>
 LoadedModel<T> load_model(const std::string& path) {
+    return load_model<T>(path, LoadOptions{});
+}
+
+// As load_model(path), with the weights stored as `options` says (file comment): WeightStorage::file_type
+// keeps a GGUF's plain linear maps in their file types; a Hugging Face directory loads float32 regardless.
+template <class T>
+LoadedModel<T> load_model(const std::string& path, const LoadOptions& options) {
     namespace fs = std::filesystem;
     if (fs::is_directory(path)) return load_hf<T>(path);
     if (!fs::exists(path)) throw Error("no such file or directory", {path, "", {}});
-    return load_gguf<T>(path);
+    return load_gguf<T>(path, options);
 }
 
 }  // namespace sinkscope::model

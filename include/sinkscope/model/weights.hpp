@@ -5,13 +5,24 @@
 // column vectors. A parameter that the Config does not use is left empty (size 0);
 // `visit_parameters` walks the used ones with their canonical names (the names checkpoints are saved
 // under), so the optimiser, the checkpoint writer and the gradient check share one list.
+//
+// File-type storage (model/load.hpp, LoadOptions{WeightStorage::file_type}; float only, GGUF only): the
+// plain linear maps (W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the token embedding and the output head) may
+// instead be QuantMatrix views of their GGUF blocks in the memory-mapped file (the `*_file` members; the
+// Mat is then empty), which Weights::file keeps alive. The forward reads them through detail::linear_weight
+// (model/forward.hpp); everything that needs dense parameters (visit_parameters, so training, checkpoints and
+// the CUDA upload; cast_weights; output_head) refuses such weights with an Error (require_dense).
 #pragma once
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "sinkscope/core/error.hpp"
+#include "sinkscope/layers/quant_matrix.hpp"
 #include "sinkscope/model/config.hpp"
 
 namespace sinkscope::model {
@@ -49,6 +60,10 @@ struct LayerWeights {
     Vec<T> b_up, b_down;             // optional FFN biases (GPT-2: c_fc, c_proj)
     Mat<T> w_router;                 // (E × d) mixture of experts: router logits = x W_routerᵀ
     std::vector<ExpertWeights<T>> experts;  // E experts (FfnKind::moe); empty otherwise
+
+    // File-type storage: views of the same maps in their GGUF blocks (each set only when its Mat is empty).
+    QuantMatrix wq_file, wk_file, wv_file, wo_file, w_gate_file, w_up_file, w_down_file;
+    QuantCompute compute = QuantCompute::exact;  // arithmetic of the products with the views
 };
 
 template <class T>
@@ -60,8 +75,34 @@ struct Weights {
     NormWeights<T> final_norm;
     Mat<T> lm_head;                  // (vocab × d); empty when tied to tok_embed
 
-    const Mat<T>& output_head() const { return lm_head.size() ? lm_head : tok_embed; }
+    // File-type storage (see the file comment): views, and the memory-mapped file they point into.
+    QuantMatrix tok_embed_file, lm_head_file;   // (vocab × d) each; rows of tok_embed_file dequantized on lookup
+    std::shared_ptr<const void> file;            // non-null iff some view is set
+    QuantCompute compute = QuantCompute::exact;  // arithmetic of the output head's product (see set_compute)
+
+    /// True when some linear maps are views of the file's blocks (WeightStorage::file_type).
+    bool file_type() const noexcept { return file != nullptr; }
+    /// The arithmetic of every product with a view (the head's and each layer's).
+    void set_compute(QuantCompute c) {
+        compute = c;
+        for (auto& L : layers) L.compute = c;
+    }
+    /// The dense output head; Error for file-type weights (their head is a view: detail::head_forward).
+    const Mat<T>& output_head() const {
+        if (file != nullptr)
+            throw Error("output_head: the weights are kept in their GGUF types (WeightStorage::file_type), so there is "
+                        "no dense output head; load the model with WeightStorage::float32");
+        return lm_head.size() ? lm_head : tok_embed;
+    }
 };
+
+/// Error naming `what` unless every parameter of `w` is a dense Mat/Vec (not WeightStorage::file_type).
+template <class T>
+void require_dense(const Weights<T>& w, const std::string& what) {
+    if (w.file_type())
+        throw Error(what + " needs dense weights, but this model keeps its linear maps in their GGUF types "
+                           "(WeightStorage::file_type); load it with WeightStorage::float32 (the default)");
+}
 
 namespace detail {
 template <class T, class F>
@@ -72,9 +113,10 @@ void visit_norm(const std::string& name, NormWeights<T>& n, F&& f) {
 }
 }  // namespace detail
 
-// Calls f(name, tensor) for every non-empty parameter, in a fixed order. `tensor` is a Mat<T>& or Vec<T>&.
+namespace detail {
+// visit_parameters without the check: the dense parameters only (file-type views are skipped).
 template <class T, class F>
-void visit_parameters(Weights<T>& w, F&& f) {
+void visit_dense_parameters(Weights<T>& w, F&& f) {
     auto visit = [&](const std::string& name, auto& t) { if (t.size()) f(name, t); };
     visit("tok_embed", w.tok_embed);
     visit("pos_embed", w.pos_embed);
@@ -102,6 +144,15 @@ void visit_parameters(Weights<T>& w, F&& f) {
     detail::visit_norm("ln_final", w.final_norm, visit);
     visit("unembed", w.lm_head);
 }
+}  // namespace detail
+
+// Calls f(name, tensor) for every non-empty parameter, in a fixed order. `tensor` is a Mat<T>& or Vec<T>&.
+// Error for file-type weights (their views are not tensors f could read or write).
+template <class T, class F>
+void visit_parameters(Weights<T>& w, F&& f) {
+    require_dense(w, "visit_parameters (training, checkpoints, CUDA upload, gradients)");
+    detail::visit_dense_parameters(w, std::forward<F>(f));
+}
 template <class T, class F>
 void visit_parameters(const Weights<T>& w, F&& f) {
     visit_parameters(const_cast<Weights<T>&>(w), [&](const std::string& n, const auto& t) { f(n, t); });
@@ -110,13 +161,18 @@ void visit_parameters(const Weights<T>& w, F&& f) {
 template <class T>
 std::int64_t parameter_count(const Weights<T>& w) {
     std::int64_t n = 0;
-    visit_parameters(w, [&](const std::string&, const auto& t) { n += t.size(); });
+    detail::visit_dense_parameters(const_cast<Weights<T>&>(w), [&](const std::string&, const auto& t) { n += t.size(); });
+    auto views = [&](const QuantMatrix& m) { n += m.rows * m.cols; };
+    views(w.tok_embed_file); views(w.lm_head_file);
+    for (const auto& L : w.layers)
+        for (const QuantMatrix* m : {&L.wq_file, &L.wk_file, &L.wv_file, &L.wo_file, &L.w_gate_file, &L.w_up_file, &L.w_down_file}) views(*m);
     return n;
 }
 
 // Converts every parameter to another scalar type (e.g. float → double for gradient checks).
 template <class U, class T>
 Weights<U> cast_weights(const Weights<T>& w) {
+    require_dense(w, "cast_weights");
     Weights<U> out;
     out.layers.resize(w.layers.size());
     auto cn = [](const NormWeights<T>& a) {

@@ -313,6 +313,7 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
 template <class T>
 void backward(model::Weights<T>& grads, const Mat<T>& dlogits, const Tape<T>& tape, const model::Weights<T>& w,
               const model::Config& c) {
+    model::require_dense(w, "training (backward)");
     const std::int64_t n = tape.n, sink = tape.sink, nt = n - sink, d = c.d_model;
     require(dlogits.rows() == nt && dlogits.cols() == c.vocab_size, "backward: dlogits has the wrong shape");
     const bool post = c.norm_placement == model::NormPlacement::post;
