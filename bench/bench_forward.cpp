@@ -3,7 +3,9 @@
 // arithmetic (GFLOP, and GFLOP/s at the median) as one JSON line.
 // The peer (bench/bench_forward_hf.py, Hugging Face transformers) is run by bench/run_forward_bench.sh
 // in the same session, which prints the ratio.
-//   usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5]
+//   usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8]
+// weights=file keeps the GGUF's linear maps in their types (model::LoadOptions); compute picks how they are
+// multiplied (layers/quantized_linear.hpp).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,12 +20,23 @@ using namespace sinkscope;
 using clock_type = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
-    if (argc < 3) { std::cerr << "usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5]\n"; return 2; }
+    if (argc < 3) {
+        std::cerr << "usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8]\n";
+        return 2;
+    }
     const std::int64_t n_tokens = argc > 3 ? std::stoll(argv[3]) : 512;
     const int repeats = argc > 4 ? std::stoi(argv[4]) : 5;
+    const std::string weights = argc > 5 ? argv[5] : "float32", compute = argc > 6 ? argv[6] : "exact";
+    if ((weights != "float32" && weights != "file") || (compute != "exact" && compute != "int8")) {
+        std::cerr << "bench_forward: weights must be float32 or file, compute exact or int8\n";
+        return 2;
+    }
     try {
+        model::LoadOptions options;
+        options.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
+        options.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
         auto t0 = clock_type::now();
-        const auto m = model::load_model<float>(argv[1]);
+        const auto m = model::load_model<float>(argv[1], options);
         const double load_s = std::chrono::duration<double>(clock_type::now() - t0).count();
         const auto tok = analysis::tokenizer_for(m);
         std::string text = analysis::read_text_file(argv[2]);
@@ -59,7 +72,8 @@ int main(int argc, char** argv) {
         const double median = times[times.size() / 2];
         rusage ru{};
         getrusage(RUSAGE_SELF, &ru);
-        std::cout << "{\"impl\": \"sinkscope\", \"tokens\": " << n_tokens << ", \"repeats\": " << repeats
+        std::cout << "{\"impl\": \"sinkscope\", \"weights\": \"" << weights << "\", \"compute\": \"" << compute
+                  << "\", \"tokens\": " << n_tokens << ", \"repeats\": " << repeats
                   << ", \"load_s\": " << load_s << ", \"forward_median_s\": " << median
                   << ", \"tokens_per_s\": " << double(n_tokens) / median << ", \"peak_rss_mb\": " << ru.ru_maxrss / 1024.0
                   << ", \"captured_mb\": " << captured_bytes / 1048576.0 << ", \"gflop\": " << gflop

@@ -18,13 +18,18 @@ model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 ours=$(build/bench/bench_forward "$model" data/sample.txt "$tokens" "$repeats")
 echo "$ours"
+# The same forward with the GGUF's linear maps kept in their types, multiplied with 8-bit activations.
+int8=$(build/bench/bench_forward "$model" data/sample.txt "$tokens" "$repeats" file int8)
+echo "$int8"
 peer=$("$py" bench/bench_forward_hf.py "$model" data/sample.txt "$tokens" "$repeats" 2>/dev/null)
 echo "$peer"
 llama=$("$py" bench/bench_forward_llamacpp.py "$(bench/llama_cpp_peer.sh)" "$model" "$tokens" "$repeats" "$(nproc)")
 echo "$llama"
-"$py" - "$ours" "$peer" "$llama" <<'PY'
+"$py" - "$ours" "$peer" "$llama" "$int8" <<'PY'
 import json, sys
-a, b, c = (json.loads(s) for s in sys.argv[1:4])
+a, b, c, q = (json.loads(s) for s in sys.argv[1:5])
+print(f"file-type weights, int8 compute: {q['tokens_per_s']:.0f} tokens/s = {q['tokens_per_s'] / b['tokens_per_s']:.2f}x transformers, "
+      f"{q['tokens_per_s'] / c['tokens_per_s']:.2f}x llama.cpp; peak RSS {q['peak_rss_mb']:.0f} MB")
 print(f"tokens/s ratio sinkscope/transformers: {a['tokens_per_s'] / b['tokens_per_s']:.2f}x "
       f"({a['tokens_per_s']:.0f} vs {b['tokens_per_s']:.0f})")
 print(f"tokens/s ratio sinkscope/llama.cpp: {a['tokens_per_s'] / c['tokens_per_s']:.2f}x "
