@@ -31,6 +31,7 @@
 #include <set>
 #include <sstream>
 
+#include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/summary.hpp>
 #include <sinkscope/analysis/text.hpp>
 #include <sinkscope/io/gguf.hpp>
@@ -204,87 +205,14 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
     return 0;
 }
 
-// Samples for `stats`: fixed-length pieces of a text, or the first seq_len ids of each line of a token
-// file (shorter lines are skipped).
-std::vector<std::vector<std::int32_t>> stats_samples(const model::LoadedModel<float>& m, const std::string& text_file,
-                                                     const std::string& text, const std::string& tokens_file,
-                                                     std::int64_t seq_len, std::int64_t max_samples, bool bos) {
-    if (tokens_file.empty()) {
-        const auto tok = analysis::tokenizer_for(m);
-        const std::string corpus = text_file.empty() ? text : analysis::read_text_file(text_file);
-        return analysis::token_samples(tok, corpus, seq_len, max_samples, bos);
-    }
-    std::vector<std::vector<std::int32_t>> out;
-    for (auto& s : analysis::read_token_file(tokens_file, m.config.vocab_size)) {
-        if (max_samples > 0 && std::int64_t(out.size()) == max_samples) break;
-        if (std::int64_t(s.size()) < seq_len) continue;
-        s.resize(std::size_t(seq_len));
-        out.push_back(std::move(s));
-    }
-    return out;
-}
-
-// --shard I/N: the I-th (0-based) of N contiguous parts of S samples, [⌊I·S/N⌋, ⌊(I+1)·S/N⌋), whose
-// sizes differ by at most one. The whole run is shard 0/1.
-struct Shard {
-    std::int64_t index = 0, count = 1;
-    std::int64_t begin(std::int64_t total) const { return index * total / count; }
-    std::int64_t end(std::int64_t total) const { return (index + 1) * total / count; }
-};
-
-Shard parse_shard(const std::string& arg) {
-    const std::string bad = "--shard '" + arg + "': expected I/N with 0 <= I < N (I counts from 0)";
-    const auto slash = arg.find('/');
-    if (slash == std::string::npos) throw Error(bad);
-    Shard s;
-    try {
-        std::size_t used_i = 0, used_n = 0;
-        const std::string i = arg.substr(0, slash), n = arg.substr(slash + 1);
-        s.index = std::stoll(i, &used_i);
-        s.count = std::stoll(n, &used_n);
-        if (used_i != i.size() || used_n != n.size()) throw Error(bad);
-    } catch (const std::logic_error&) {  // stoll: not a number, or out of range
-        throw Error(bad);
-    }
-    if (s.count < 1 || s.index < 0 || s.index >= s.count) throw Error(bad);
-    return s;
-}
-
-// FNV-1a (64 bit) of every sample's ids: shards of one run must have cut the same input into the same samples.
-std::string samples_fingerprint(const std::vector<std::vector<std::int32_t>>& samples) {
-    std::uint64_t h = 1469598103934665603ull;
-    auto mix = [&h](std::uint32_t v) {
-        for (int b = 0; b < 4; ++b) { h ^= (v >> (8 * b)) & 0xffu; h *= 1099511628211ull; }
-    };
-    for (const auto& s : samples) {
-        mix(std::uint32_t(s.size()));
-        for (auto id : s) mix(std::uint32_t(id));
-    }
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
-    return buf;
-}
+using analysis::parse_shard;
+using analysis::stats_json;
+using Shard = analysis::StatsShard;
 
 void print_stats_header(const nlohmann::json& settings, std::int64_t samples, const std::string& shard_note) {
     std::cout << "model " << settings["model"].get<std::string>() << "; " << samples << " samples of "
               << settings["seq_len"].get<std::int64_t>() << " tokens, " << (settings["bos"].get<bool>() ? "with" : "without")
               << " BOS" << shard_note << "; residual stream after each block (hook_resid_post)\n";
-}
-
-// The --json of `stats` and `merge`: the summary (top level, as before), the run's settings (what `merge`
-// requires to agree), the shard and the reducers' state.
-nlohmann::json stats_json(const nlohmann::json& settings, const Shard& shard, const model::ResidualStats<float>& rs,
-                          const model::AttentionStats<float>& as) {
-    const double eps = settings["eps"].get<double>();
-    auto j = analysis::to_json(analysis::summarize(rs, as, eps));
-    j["model"] = settings["model"];
-    j["seq_len"] = settings["seq_len"];
-    j["bos"] = settings["bos"];
-    j["settings"] = settings;
-    j["shard"] = {{"index", shard.index}, {"count", shard.count}, {"first_sample", as.first_sample()},
-                  {"end_sample", as.first_sample() + as.samples()}};
-    j["state"] = {{"residual", rs.to_json()}, {"attention", as.to_json()}};
-    return j;
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
@@ -301,49 +229,25 @@ int cmd_stats(const std::string& path, const std::string& text_file, const std::
     const auto t0 = std::chrono::steady_clock::now();
     const auto m = load_checked(path);
     std::cerr << "loaded " << path << " in " << seconds_since(t0) << " s: " << m.config.describe() << "\n";
-    const bool bos = bos_flag > 0;  // Gu et al.'s convention: no BOS unless asked
-    const auto samples = stats_samples(m, text_file, text, tokens_file, seq_len, max_samples, bos);
-    require(!samples.empty(), "the input gives no sample of " + std::to_string(seq_len) + " tokens");
-    const auto total = std::int64_t(samples.size());
-    require(shard.count <= total, "--shard " + shard_arg + ": the input gives " + std::to_string(total) +
-                                      " samples, fewer than " + std::to_string(shard.count) + " shards");
-    const std::int64_t first = shard.begin(total), end = shard.end(total);
-    const nlohmann::json settings{
-        {"model", path}, {"config", train::config_to_json(m.config)}, {"seq_len", seq_len}, {"bos", bos}, {"eps", eps},
-        {"max_samples", max_samples}, {"text_file", text_file}, {"text", text}, {"tokens_file", tokens_file},
-        {"total_samples", total}, {"samples_fnv1a", samples_fingerprint(samples)}};
-    model::HookSet<float> hooks;
-    model::ResidualStats<float> rs(m.config.n_layers);
-    model::AttentionStats<float> as(m.config.n_layers, m.config.n_heads);
-    rs.start_at(first);
-    as.start_at(first);
-    rs.attach(hooks);
-    as.attach(hooks);
-    const model::ForwardOptions no_logits{false, -1};
-    // --batch samples per forward pass (model::forward_batch_replay: one GEMM per weight for the batch, the
-    // reducers still see sample after sample) only where that is bit-exact with one sample at a time, as
-    // shards must merge into exactly the whole run: a dense FFN (MoE gathers rows per expert) and every
-    // sample's length a multiple of 4, Eigen's GEMM panel width (tests/model/test_batch.cpp pins both).
-    // Elsewhere, and with sink_token attention (not batched), one sample per forward pass.
-    const bool exact_batches = m.config.ffn != model::FfnKind::moe && m.config.attention != model::AttentionKind::sink_token &&
-                               std::all_of(samples.begin(), samples.end(), [](const auto& s) { return s.size() % 4 == 0; });
-    const std::int64_t per_pass = exact_batches ? batch : 1;
+    analysis::StatsRequest request;
+    request.model = path;
+    request.text_file = text_file;
+    request.text = text;
+    request.tokens_file = tokens_file;
+    request.seq_len = seq_len;
+    request.max_samples = max_samples;
+    request.eps = eps;
+    request.bos = bos_flag > 0;  // Gu et al.'s convention: no BOS unless asked
+    request.shard = shard;
+    request.batch = batch;
     const auto t1 = std::chrono::steady_clock::now();
-    for (std::int64_t i = first; i < end; i += per_pass) {
-        const std::int64_t stop = std::min(end, i + per_pass);
-        if (per_pass == 1) {
-            if (i > first) rs.begin_sample();
-            as.begin_sample();
-            model::forward(m.config, m.weights, samples[std::size_t(i)], &hooks, no_logits);
-        } else {
-            const std::vector<std::vector<std::int32_t>> pass(samples.begin() + i, samples.begin() + stop);
-            model::forward_batch_replay<float>(m.config, m.weights, pass, hooks, [&](std::int64_t b) {
-                if (i + b > first) rs.begin_sample();
-                as.begin_sample();
-            }, no_logits);
-        }
-        std::cerr << "\rsample " << stop - first << "/" << end - first << " (" << seconds_since(t1) << " s)" << std::flush;
-    }
+    const auto run = analysis::run_stats(m, request, [&](std::int64_t done, std::int64_t of) {
+        std::cerr << "\rsample " << done << "/" << of << " (" << seconds_since(t1) << " s)" << std::flush;
+    });
+    const std::int64_t first = run.first, end = run.end, total = run.total;
+    const auto& settings = run.settings;
+    const auto& rs = run.residual;
+    const auto& as = run.attention;
     std::cerr << "\n";
     const std::string note = shard.count == 1 ? "" : ", shard " + std::to_string(shard.index) + "/" +
                                                      std::to_string(shard.count) + " (samples " + std::to_string(first) +
