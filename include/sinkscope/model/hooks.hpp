@@ -141,6 +141,8 @@ public:
         return it->second;
     }
     const std::map<std::string, Captured<T>>& all() const { return store_; }
+    // Hands the captured activations over (their buffers move, nothing is copied) and empties the cache.
+    std::map<std::string, Captured<T>> take() { return std::exchange(store_, {}); }
     void clear() { store_.clear(); }
 
 private:

@@ -1,0 +1,227 @@
+"""sinkscope from Python: TransformerLens's run_with_cache and run_with_hooks over sinkscope's C++ forward.
+
+    import sinkscope
+    m = sinkscope.load("models/SmolLM2-135M-Instruct.Q4_1.gguf")      # .gguf, HF directory, checkpoint
+    ids = m.to_tokens("The quick brown fox.", bos=False)              # numpy int32, (pos,)
+    logits, cache = m.run_with_cache(ids, names=["blocks.11.hook_resid_post"])
+    cache["blocks.11.hook_resid_post"]                                # numpy float32, (pos, d_model)
+    def clamp(x, name): x[:, 507] = 0.0                               # in place, or return a new array
+    logits = m.run_with_hooks(ids, fwd_hooks=[("blocks.10.hook_resid_post", clamp)])
+
+Shapes are the C++ hook table's (`m.hook_names()`; README "Hook points"): 1-D ids run one sequence
+(model::forward) and give [pos, ...]; 2-D ids (batch, pos) run model::forward_batch and give [batch, pos, ...]
+(patterns [batch, head, query_pos, key_pos]), rows padded on the right to the longest of `lengths`.
+
+Views and copies:
+  * logits and cache entries: the C++ buffers themselves, handed to NumPy without a copy (a capsule owns
+    them; they live as long as the array). The cache's buffers are the copies the capture hook makes of
+    each activation during the forward, as in C++ (model::ActivationCache).
+  * the array a hook receives: a view of the live activation inside the forward pass, valid only during
+    that call. Edit it in place to change what the forward continues with; do not keep it (copy it).
+    A hook that returns an array instead has it copied into the activation.
+  * to_tokens: the C++ vector, no copy. ffn_weights and the theory functions' inputs: copies
+    (float64 C-order inputs are used as they are).
+Errors: sinkscope.Error (a RuntimeError) carries the C++ message, with file, tensor and byte offset
+where known. A hook that raises stops the forward; its exception propagates unchanged.
+"""
+from __future__ import annotations
+
+import json
+from typing import Callable, Iterable, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _sinkscope as _C
+from ._sinkscope import Error, cone_expected_norm_sq  # noqa: F401  (re-exported)
+
+__version__ = _C.__version__
+__all__ = ["Error", "Model", "load", "zero_ablate_channels", "channel_frobenius_norms", "channel_spectrum", "fit_cone",
+           "cone_expected_norm_sq"]
+
+NamesFilter = Union[None, str, Sequence[str], Callable[[str], bool]]
+Hook = Callable[[np.ndarray, str], Optional[np.ndarray]]
+
+
+class zero_ablate_channels:
+    """The C++ intervention model::zero_ablate_channels, for `fwd_hooks`: x[t, c] = 0 for the channels at the
+    positions (all positions if None) of a [pos, d] hook. With 2-D ids it indexes the first dimension, as
+    the C++ does (use a Python hook for batches). It runs before the Python hooks at the same name."""
+
+    def __init__(self, name: str, channels: Iterable[int], positions: Optional[Iterable[int]] = None):
+        self.name = name
+        self.channels = [int(c) for c in channels]
+        self.positions = [] if positions is None else [int(p) for p in positions]
+
+    def _native(self):
+        return _C._Intervention(self.name, self.channels, self.positions)
+
+
+def _wrap_hook(fn: Hook):
+    # A hook may edit x in place or return a new array; a returned array is copied into the activation.
+    def call(x, name):
+        r = fn(x, name)
+        if r is not None and r is not x:
+            r = np.asarray(r, dtype=np.float32)
+            if r.shape != x.shape:
+                raise Error(f"sinkscope: hook at {name} returned shape {r.shape}, the activation is {x.shape}")
+            x[...] = r
+    return call
+
+
+class Model:
+    """A loaded checkpoint (sinkscope.load). Thread safety: one forward at a time per Model."""
+
+    def __init__(self, path: str, weights: str = "float32", compute: str = "exact"):
+        self._m = _C._Model(str(path), weights, compute)
+        self._config = json.loads(self._m.config_json())
+        self._names = list(self._m.hook_names())
+
+    def __repr__(self):
+        c = self._config
+        return (f"sinkscope.Model({self._m.path!r}, {c['architecture']}, L={c['n_layers']} d={c['d_model']} "
+                f"H={c['n_heads']} vocab={c['vocab_size']})")
+
+    @property
+    def config(self) -> dict:
+        """The model's Config as a dict (train::config_to_json; a fresh copy each time)."""
+        return json.loads(json.dumps(self._config))
+
+    @property
+    def path(self) -> str:
+        return self._m.path
+
+    def hook_names(self) -> list:
+        """Every hook name of this model, in the order the forward pass reaches them."""
+        return list(self._names)
+
+    def to_tokens(self, text: str, bos: Optional[bool] = None) -> np.ndarray:
+        """The model's tokenizer on `text`: int32 ids, shape (pos,). bos=None: the tokenizer's own default."""
+        return self._m.to_tokens(text, bos)
+
+    def to_string(self, ids) -> str:
+        return self._m.to_string([int(i) for i in np.asarray(ids).ravel()])
+
+    def ffn_weights(self, layer: int):
+        """(W_gate (d_ff, d), W_up (d_ff, d), W_down (d, d_ff)) of a SwiGLU block: float32 copies."""
+        return self._m.ffn_weights(int(layer))
+
+    # ---- the forward pass ----
+    def _ids(self, ids, lengths):
+        a = np.asarray(ids)
+        if a.dtype.kind not in "iu":
+            raise Error(f"sinkscope: token ids must be integers, not {a.dtype}")
+        if a.ndim not in (1, 2):
+            raise Error(f"sinkscope: token ids must be 1-D (pos,) or 2-D (batch, pos), not {a.ndim}-D")
+        if a.size == 0:
+            raise Error("sinkscope: empty token ids")
+        if a.min() < np.iinfo(np.int32).min or a.max() > np.iinfo(np.int32).max:
+            raise Error("sinkscope: a token id does not fit in int32")
+        batched = a.ndim == 2
+        if not batched and lengths is not None:
+            raise Error("sinkscope: lengths apply to 2-D (batch, pos) ids")
+        a2 = np.ascontiguousarray(a.reshape(1, -1) if not batched else a, dtype=np.int32)
+        lens = [] if lengths is None else [int(n) for n in np.asarray(lengths).ravel()]
+        return a2, batched, lens
+
+    def _names_list(self, names: NamesFilter) -> list:
+        if names is None:
+            return list(self._names)
+        if isinstance(names, str):
+            return [names]
+        if callable(names):
+            return [n for n in self._names if names(n)]
+        return [str(n) for n in names]
+
+    def _run(self, ids, lengths, capture, fwd_hooks, return_logits):
+        a2, batched, lens = self._ids(ids, lengths)
+        py_hooks, native = [], []
+        for h in fwd_hooks:
+            if isinstance(h, zero_ablate_channels):
+                native.append(h._native())
+                continue
+            name, fn = h
+            if not callable(fn):
+                raise Error(f"sinkscope: the hook for {name} is not callable")
+            py_hooks.append((str(name), _wrap_hook(fn)))
+        return self._m.run(a2, batched, lens, capture, py_hooks, native, bool(return_logits))
+
+    def __call__(self, ids, lengths=None) -> np.ndarray:
+        """The logits: (pos, vocab) for 1-D ids, (batch, pos, vocab) for 2-D ids. No copy."""
+        return self._run(ids, lengths, [], [], True)[0]
+
+    def run_with_cache(self, ids, names: NamesFilter = None, lengths=None, fwd_hooks=(), return_logits: bool = True):
+        """(logits, cache): cache maps each hook name that `names` selects (a list of names, one name, a
+        callable name -> bool, or None for every hook) to its activation, float32, no copy beyond the
+        capture's own. 2-D ids: a batch, sequence b = ids[b, :lengths[b]] (all of each row if lengths is
+        None); padded entries are to be ignored. fwd_hooks run too (they see the activation before it is
+        captured, when registered at the same name)."""
+        return self._run(ids, lengths, self._names_list(names), list(fwd_hooks), return_logits)
+
+    def run_with_hooks(self, ids, fwd_hooks=(), lengths=None, return_logits: bool = True):
+        """The logits with hooks: fwd_hooks is a list of (name, fn) with fn(x, name), x a view of the live
+        activation (valid only during the call) to edit in place, or fn returns a new array of x's shape;
+        and of zero_ablate_channels(...) interventions. Hooks run in order; a hook that raises stops the
+        forward and its exception propagates."""
+        return self._run(ids, lengths, [], list(fwd_hooks), return_logits)[0]
+
+    def stats(self, texts=None, *, seq_len: int = 64, eps: float = 0.3, bos: bool = False, samples: int = 0,
+              batch: int = 8, text_file: Optional[str] = None, tokens_file: Optional[str] = None,
+              shard: Optional[str] = None) -> dict:
+        """`sinkscope stats`: per-layer top |x| (channel, position), median |x|, position-0 and other-position
+        norms, Gu et al.'s sink rate Sink^eps per layer and overall, Sun et al.'s massive flag. Returns the
+        dict the CLI's --json writes for the same input: texts (a str, as --text; a list of str is joined
+        with newlines first), text_file (--text-file) or tokens_file (--tokens-file), cut into samples of
+        seq_len tokens. `samples` caps their number, `shard` is "I/N"."""
+        given = [x is not None for x in (texts, text_file, tokens_file)]
+        if sum(given) != 1:
+            raise Error("sinkscope: stats needs exactly one of texts, text_file, tokens_file")
+        r = _C._StatsRequest()
+        r.model = self.path
+        if texts is not None:
+            r.text = texts if isinstance(texts, str) else "\n".join(texts)
+        if text_file is not None:
+            r.text_file = str(text_file)
+        if tokens_file is not None:
+            if bos:
+                raise Error("sinkscope: stats: bos applies to text; put BOS into the token file instead")
+            r.tokens_file = str(tokens_file)
+        if not 2 <= seq_len <= (1 << 20):
+            raise Error("sinkscope: stats: seq_len must lie in [2, 2^20]")
+        if not 0.0 <= eps <= 1.0:
+            raise Error("sinkscope: stats: eps must lie in [0, 1]")
+        if not 1 <= batch <= 4096:
+            raise Error("sinkscope: stats: batch must lie in [1, 4096]")
+        r.seq_len, r.eps, r.bos, r.max_samples, r.batch = int(seq_len), float(eps), bool(bos), int(samples), int(batch)
+        if shard is not None:
+            r.set_shard(str(shard))
+        return json.loads(self._m.stats(r))
+
+
+def load(path, weights: str = "float32", compute: str = "exact") -> Model:
+    """Loads a .gguf file, a Hugging Face directory or a sinkscope checkpoint. weights="file" keeps a GGUF's
+    linear maps in their file types, memory-mapped (the CLI's --weights file); compute="int8" quantizes
+    activations for those maps (--compute int8)."""
+    return Model(path, weights, compute)
+
+
+def _f64(a) -> np.ndarray:
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+def channel_frobenius_norms(W_gate, W_up, W_down) -> np.ndarray:
+    """||U_k||_F for every output channel k of a SwiGLU FFN, U_k = W_gate^T diag(W_down[k, :]) W_up
+    (theory::channel_frobenius_norms; PyTorch layout: W_gate, W_up (d_ff, d), W_down (d, d_ff)). float64."""
+    return _C._channel_frobenius_norms(_f64(W_gate), _f64(W_up), _f64(W_down))
+
+
+def channel_spectrum(W_gate, W_up, W_down, k: int, nev: int = 1, rule: str = "largest_magnitude") -> dict:
+    """The top `nev` eigenpairs of S_k = (U_k + U_k^T)/2 (theory::channel_spectrum, Lanczos): a dict with
+    eigenvalues (nev,), eigenvectors (d, nev), residuals, dense_fallback. rule: largest_magnitude,
+    largest_algebraic or smallest_algebraic."""
+    return _C._channel_spectrum(_f64(W_gate), _f64(W_up), _f64(W_down), int(k), int(nev), rule)
+
+
+def fit_cone(values) -> dict:
+    """The cone model fitted to value vectors (rows of an (n, d_h) array; theory::fit_cone): alpha (mean
+    cosine to the axis), alpha_debiased, axis, mean_norm_sq and the isotropy measures."""
+    return _C._fit_cone(_f64(values))

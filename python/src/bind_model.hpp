@@ -1,0 +1,206 @@
+// sinkscope._sinkscope.Model: a loaded checkpoint and its forward pass with hooks, for the Python layer
+// (python/sinkscope/__init__.py), which checks arguments and gives TransformerLens's names and signatures.
+//
+// Arrays: logits and captured activations are the C++ buffers themselves, moved into a capsule that
+// NumPy owns (no copy). The array a hook receives is a view of the live activation inside the forward
+// pass: edits in place change what the forward continues with; it must not be kept after the call.
+// Threads: the forward runs without the GIL; each hook call takes it back. Hooks are offered outside
+// any OpenMP parallel region (model/forward.hpp runs its parallel loops between hook points), so the
+// thread that calls a hook is the one that released the GIL.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <sinkscope/analysis/stats_run.hpp>
+#include <sinkscope/analysis/text.hpp>
+#include <sinkscope/io/memory.hpp>
+#include <sinkscope/model/batch.hpp>
+#include <sinkscope/model/forward.hpp>
+#include <sinkscope/model/interventions.hpp>
+#include <sinkscope/model/load.hpp>
+#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/train/random_model.hpp>
+
+#include "arrays.hpp"
+
+namespace sinkscope::python {
+
+using Ids = nb::ndarray<const std::int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+using PyHook = std::pair<std::string, nb::object>;  // (hook name, callable(x, name))
+
+// An intervention of model/interventions.hpp, to be registered on the HookSet of a forward pass.
+struct Intervention {
+    std::string name;
+    std::vector<std::int64_t> channels, positions;
+};
+
+class Model {
+public:
+    // weights: "float32" (every tensor converted at load; GGUF, HF directory or sinkscope checkpoint) or
+    // "file" (a GGUF's linear maps kept in their file types, memory-mapped); compute: "exact" or "int8".
+    Model(const std::string& path, const std::string& weights, const std::string& compute) {
+        require(weights == "float32" || weights == "file", "load: weights must be 'float32' or 'file', not '" + weights + "'");
+        require(compute == "exact" || compute == "int8", "load: compute must be 'exact' or 'int8', not '" + compute + "'");
+        nb::gil_scoped_release release;
+        model::LoadOptions o;
+        o.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
+        o.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
+        if (o.storage == model::WeightStorage::file_type) {
+            io::require_weights_fit_file_type(path);  // an Error naming what it needs, instead of bad_alloc
+            m_ = model::load_model<float>(path, o);
+        } else {
+            io::require_weights_fit(path, sizeof(float));
+            m_ = train::load_for_analysis<float>(path);
+        }
+        names_ = model::hook_names(m_.config);
+    }
+
+    const model::LoadedModel<float>& loaded() const { return m_; }
+    const std::vector<std::string>& hook_names() const { return names_; }
+    std::string config_json() const { return train::config_to_json(m_.config).dump(); }
+
+    void require_hook(const std::string& name) const {
+        require(std::find(names_.begin(), names_.end(), name) != names_.end(),
+                "unknown hook '" + name + "' for this model (Model.hook_names() lists them)", {"", name, {}});
+    }
+
+    nb::object to_tokens(const std::string& text, std::optional<bool> bos) const {
+        std::vector<std::int32_t> ids;
+        {
+            nb::gil_scoped_release release;
+            const auto tok = analysis::tokenizer_for(m_);
+            ids = tok.encode(text, bos ? *bos : tok.add_bos_default());
+        }
+        const auto n = std::int64_t(ids.size());
+        return owned(std::move(ids), {n});
+    }
+
+    std::string to_string(const std::vector<std::int32_t>& ids) const { return analysis::tokenizer_for(m_).decode(ids); }
+
+    // One forward pass. `ids` is (B, T); with batched = false B must be 1 and shapes have no batch
+    // dimension (model::forward); otherwise row b's first lengths[b] ids are sequence b
+    // (model::forward_batch, right-padded to T). Captures the names in `capture` (copies made by the
+    // forward's hooks, then handed over without another copy); calls `hooks` in order at their names;
+    // applies `zero_channels` (model::zero_ablate_channels) before them. Returns (logits, {name: array}).
+    nb::tuple run(const Ids& ids, bool batched, const std::vector<std::int64_t>& lengths, const std::vector<std::string>& capture,
+                  const std::vector<PyHook>& hooks, const std::vector<Intervention>& zero_channels, bool logits) const {
+        const auto B = std::int64_t(ids.shape(0)), T = std::int64_t(ids.shape(1));
+        require(B > 0 && T > 0, "forward: empty ids");
+        require(batched || B == 1, "forward: more than one sequence needs the batch path");
+        require(lengths.empty() || std::int64_t(lengths.size()) == B,
+                "forward: " + std::to_string(lengths.size()) + " lengths for " + std::to_string(B) + " sequences");
+        std::vector<std::vector<std::int32_t>> sequences;
+        for (std::int64_t b = 0; b < B; ++b) {
+            const std::int64_t n = lengths.empty() ? T : lengths[std::size_t(b)];
+            require(n >= 1 && n <= T, "forward: length " + std::to_string(n) + " of sequence " + std::to_string(b) +
+                                          " is outside [1, " + std::to_string(T) + "]");
+            const std::int32_t* row = ids.data() + b * T;
+            sequences.emplace_back(row, row + n);
+        }
+        for (const auto& n : capture) require_hook(n);
+        for (const auto& h : hooks) require_hook(h.first);
+
+        model::HookSet<float> set;
+        for (const auto& z : zero_channels) {
+            require_hook(z.name);
+            model::zero_ablate_channels<float>(set, z.name, z.channels, z.positions);
+        }
+        // A hook that raises stops the forward: its exception travels through the C++ frames as
+        // nb::python_error (the forward holds its buffers in RAII objects) and is re-raised as it was.
+        for (const auto& [name, fn] : hooks)
+            set.add(name, [fn = fn](const std::string& n, model::ActivationRef<float>& x) {
+                nb::gil_scoped_acquire acquire;
+                fn(borrowed(x.data, x.shape), n);
+            });
+        model::ActivationCache<float> cache;
+        if (!capture.empty()) cache.attach(set, capture);
+
+        model::Mat<float> out;
+        std::vector<std::int64_t> shape;
+        {
+            nb::gil_scoped_release release;
+            const model::ForwardOptions options{logits, -1};
+            if (!batched) {
+                out = model::forward(m_.config, m_.weights, sequences[0], &set, options);
+                shape = {out.rows(), out.cols()};
+            } else {
+                auto r = model::forward_batch(m_.config, m_.weights, sequences, &set, options);
+                shape = {r.batch, r.positions, r.logits.cols()};
+                out = std::move(r.logits);
+            }
+        }
+        nb::dict arrays;
+        for (auto& [name, a] : cache.take()) arrays[nb::str(name.c_str())] = owned(std::move(a.data), a.shape);
+        nb::object l = logits ? owned(std::move(out), shape) : nb::none();
+        return nb::make_tuple(l, arrays);
+    }
+
+    // `sinkscope stats`: the JSON the CLI's --json writes for the same request, as a string.
+    std::string stats(const analysis::StatsRequest& r) const {
+        nb::gil_scoped_release release;
+        return analysis::run_stats(m_, r).json().dump();
+    }
+
+    // A SwiGLU block's W_gate (d_ff, d), W_up (d_ff, d), W_down (d, d_ff): copies, float32.
+    nb::tuple ffn_weights(std::int64_t layer) const {
+        require(layer >= 0 && layer < m_.config.n_layers, "ffn_weights: layer " + std::to_string(layer) + " out of range");
+        require(!m_.weights.file_type(), "ffn_weights: the model keeps its linear maps in their file types; load with weights='float32'");
+        require(m_.config.ffn == model::FfnKind::swiglu, "ffn_weights: the FFN is not a dense SwiGLU");
+        const auto& w = m_.weights.layers[std::size_t(layer)];
+        auto copy = [](const model::Mat<float>& a) { return owned(model::Mat<float>(a), {a.rows(), a.cols()}); };
+        return nb::make_tuple(copy(w.w_gate), copy(w.w_up), copy(w.w_down));
+    }
+
+private:
+    model::LoadedModel<float> m_;
+    std::vector<std::string> names_;
+};
+
+inline void bind_model(nb::module_& m) {
+    nb::class_<Intervention>(m, "_Intervention")
+        .def(nb::init<std::string, std::vector<std::int64_t>, std::vector<std::int64_t>>());
+
+    nb::class_<analysis::StatsRequest>(m, "_StatsRequest")
+        .def(nb::init<>())
+        .def_rw("model", &analysis::StatsRequest::model)
+        .def_rw("text_file", &analysis::StatsRequest::text_file)
+        .def_rw("text", &analysis::StatsRequest::text)
+        .def_rw("tokens_file", &analysis::StatsRequest::tokens_file)
+        .def_rw("seq_len", &analysis::StatsRequest::seq_len)
+        .def_rw("max_samples", &analysis::StatsRequest::max_samples)
+        .def_rw("eps", &analysis::StatsRequest::eps)
+        .def_rw("bos", &analysis::StatsRequest::bos)
+        .def_rw("batch", &analysis::StatsRequest::batch)
+        .def("set_shard", [](analysis::StatsRequest& r, const std::string& s) { r.shard = analysis::parse_shard(s); });
+
+    nb::class_<Model>(m, "_Model")
+        .def(nb::init<const std::string&, const std::string&, const std::string&>(), nb::arg("path"), nb::arg("weights"),
+             nb::arg("compute"))
+        .def("hook_names", &Model::hook_names)
+        .def("config_json", &Model::config_json)
+        .def("to_tokens", &Model::to_tokens, nb::arg("text"), nb::arg("bos").none())
+        .def("to_string", &Model::to_string)
+        .def("run", &Model::run)
+        .def("stats", &Model::stats)
+        .def("ffn_weights", &Model::ffn_weights)
+        .def_prop_ro("path", [](const Model& self) { return self.loaded().path; })
+        .def_prop_ro("format", [](const Model& self) { return self.loaded().format; })
+        .def_prop_ro("file_type_weights", [](const Model& self) { return self.loaded().weights.file_type(); });
+}
+
+}  // namespace sinkscope::python
