@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's test command: installs what is missing, builds, and runs the whole suite with CTest.
+# The README's test command: installs what is missing, builds, and runs the whole suite with CTest, then
+# the Python module's tests (pip install . into .venv-python, pytest; they compare with build/tools/sinkscope).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -8,3 +9,4 @@ jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j1
+SINKSCOPE_CLI=build/tools/sinkscope scripts/test_python.sh
