@@ -61,26 +61,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Bytes of float32 weights of the model being loaded or run (io/memory.hpp), for main's out-of-memory message.
-std::uint64_t g_weight_bytes = 0;
-const char* g_weight_kind = "float32 weights";  // what g_weight_bytes counts
+// What the weights of the model being loaded or run take in memory (counted before the load starts), for
+// main's out-of-memory message.
+train::WeightMemory g_weights;
 
-// The model at `path` (train::load_for_analysis), after checking that its float32 weights fit in the
-// memory available: a model too large is an Error naming the file, what it needs and what there is,
-// instead of a std::bad_alloc (or the OOM killer) halfway through the load.
-// With --weights file (WeightStorage::file_type) a GGUF's linear maps stay in their file types,
-// memory-mapped, and the check counts their bytes in the file instead (io::require_weights_fit_file_type);
-// other checkpoints have no file types to keep and load as float32.
+// The model at `path`, after checking that its weights fit in the memory available (train::load_within_memory).
 model::LoadedModel<float> load_checked(const std::string& path, const model::LoadOptions& options = {}) {
-    const bool gguf = !fs::is_directory(path) && fs::path(path).extension() != ".safetensors";
-    if (options.storage == model::WeightStorage::file_type && gguf) {
-        g_weight_bytes = io::require_weights_fit_file_type(path);
-        g_weight_kind = "weights (linear maps in their file types)";
-        return model::load_model<float>(path, options);
-    }
-    g_weight_bytes = io::require_weights_fit(path, sizeof(float));
-    g_weight_kind = "float32 weights";
-    return train::load_for_analysis<float>(path);
+    return train::load_within_memory(path, options, &g_weights);
 }
 
 // --weights file|float32 and --compute exact|int8 as LoadOptions.
@@ -113,13 +100,10 @@ std::string attention_spans(const model::Config& c) {
 
 int cmd_info(const std::string& path, const model::LoadOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
-    const bool file_type = options.storage == model::WeightStorage::file_type;
-    g_weight_bytes = file_type ? io::require_weights_fit_file_type(path) : io::require_weights_fit(path, sizeof(float));
-    g_weight_kind = file_type ? "weights (linear maps in their file types)" : "float32 weights";
-    const auto m = model::load_model<float>(path, options);
+    const auto m = load_checked(path, options);
     std::cout << "model:      " << path << " (" << m.format << ", loaded in " << seconds_since(t0) << " s)\n"
               << "weights:    " << (m.weights.file_type() ? "linear maps in their file types, memory-mapped" : "float32")
-              << " (" << io::format_gib(g_weight_bytes) << ")\n"
+              << " (" << io::format_gib(g_weights.bytes) << ")\n"
               << "config:     " << m.config.describe() << "\n"
               << "attention:  " << attention_spans(m.config) << "\n"
               << "parameters: " << model::parameter_count(m.weights) << "\n";
@@ -453,7 +437,7 @@ int main(int argc, char** argv) {
         // count (activations, captures, a fragmented heap) or a check that could not be made.
         const auto avail = io::available_memory();
         std::cerr << "sinkscope: out of memory (std::bad_alloc)"
-                  << (g_weight_bytes ? std::string("; the model's ") + g_weight_kind + " need " + io::format_gib(g_weight_bytes) : std::string())
+                  << (g_weights.bytes ? std::string("; the model's ") + g_weights.kind + " need " + io::format_gib(g_weights.bytes) : std::string())
                   << "; " << (avail ? io::format_gib(*avail) : std::string("an unknown amount")) << " available now\n";
         return 2;
     } catch (const fs::filesystem_error& e) {

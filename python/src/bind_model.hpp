@@ -28,7 +28,6 @@
 
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/text.hpp>
-#include <sinkscope/io/memory.hpp>
 #include <sinkscope/model/batch.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/interventions.hpp>
@@ -60,13 +59,7 @@ public:
         model::LoadOptions o;
         o.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
         o.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
-        if (o.storage == model::WeightStorage::file_type) {
-            io::require_weights_fit_file_type(path);  // an Error naming what it needs, instead of bad_alloc
-            m_ = model::load_model<float>(path, o);
-        } else {
-            io::require_weights_fit(path, sizeof(float));
-            m_ = train::load_for_analysis<float>(path);
-        }
+        m_ = train::load_within_memory(path, o);  // an Error naming what it needs, instead of bad_alloc
         names_ = model::hook_names(m_.config);
     }
 

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string>
 
+#include "sinkscope/io/memory.hpp"
 #include "sinkscope/model/load.hpp"
 #include "sinkscope/train/checkpoint.hpp"
 #include "sinkscope/train/init.hpp"
@@ -67,6 +68,29 @@ model::LoadedModel<T> load_for_analysis(const std::string& path) {
         return m;
     }
     return model::load_model<T>(path);
+}
+
+// What a model's weights take in memory, as load_within_memory counted it before loading.
+struct WeightMemory {
+    std::uint64_t bytes = 0;
+    const char* kind = "float32 weights";  // what `bytes` counts, for messages
+};
+
+// The model at `path` with `options` (a GGUF's linear maps kept in their file types, memory-mapped, with
+// WeightStorage::file_type; other checkpoints load as float32 through load_for_analysis), after checking
+// that its weights fit in the memory available (io/memory.hpp): a model too large is an Error naming the
+// file, what it needs and what there is, instead of a std::bad_alloc or the OOM killer halfway through.
+// `counted` (optional) receives what was counted, before the load starts.
+inline model::LoadedModel<float> load_within_memory(const std::string& path, const model::LoadOptions& options = {},
+                                                    WeightMemory* counted = nullptr) {
+    namespace fs = std::filesystem;
+    const bool gguf = !fs::is_directory(path) && fs::path(path).extension() != ".safetensors";
+    WeightMemory m;
+    const bool file_type = options.storage == model::WeightStorage::file_type && gguf;
+    if (file_type) m = {io::require_weights_fit_file_type(path), "weights (linear maps in their file types)"};
+    else m = {io::require_weights_fit(path, sizeof(float)), "float32 weights"};
+    if (counted) *counted = m;
+    return file_type ? model::load_model<float>(path, options) : load_for_analysis<float>(path);
 }
 
 }  // namespace sinkscope::train
