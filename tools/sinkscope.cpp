@@ -7,7 +7,7 @@
 //                                                --weights file keeps a GGUF's linear maps in their file
 //                                                types (memory-mapped), --compute their products' arithmetic
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
-//                   [--bos] [--shard I/N] [--json F] [--batch 8]
+//                   [--bos] [--shard I/N] [--json F] [--batch 8] [--weights float32|file] [--compute exact|int8]
 //                                                per-layer massive-activation and sink summary; with
 //                                                --shard only the I-th (0-based) of N equal contiguous
 //                                                parts of the samples; --json also holds the reducers' state;
@@ -208,10 +208,10 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 
 int cmd_stats(const std::string& path, const std::string& text_file, const std::string& text, const std::string& tokens_file,
               std::int64_t seq_len, std::int64_t max_samples, double eps, int bos_flag, const std::string& shard_arg,
-              const std::string& json_out, std::int64_t batch) {
+              const std::string& json_out, std::int64_t batch, const model::LoadOptions& options) {
     const Shard shard = shard_arg.empty() ? Shard{} : parse_shard(shard_arg);
     const auto t0 = std::chrono::steady_clock::now();
-    const auto m = load_checked(path);
+    const auto m = load_checked(path, options);
     std::cerr << "loaded " << path << " in " << seconds_since(t0) << " s: " << m.config.describe() << "\n";
     analysis::StatsRequest request;
     request.model = path;
@@ -283,16 +283,21 @@ int cmd_merge(const std::vector<std::string>& paths, const std::string& json_out
     const std::int64_t count = files[0].shard.count;
     std::vector<const ShardFile*> by_index(std::size_t(count), nullptr);
     for (const auto& f : files) {
-        std::vector<std::string> keys;  // the fingerprint last: a differing --seq-len is the clearer message
-        for (const auto& kv : settings.items()) if (kv.key() != "samples_fnv1a") keys.push_back(kv.key());
-        keys.push_back("samples_fnv1a");
-        for (const auto& key : keys)
+        // Every setting of either file (one may have a key the other lacks, as `weights`), the fingerprint
+        // last: a differing --seq-len is the clearer message.
+        std::set<std::string> keys;
+        for (const auto& kv : settings.items()) keys.insert(kv.key());
+        for (const auto& kv : f.j["settings"].items()) keys.insert(kv.key());
+        keys.erase("samples_fnv1a");
+        std::vector<std::string> ordered(keys.begin(), keys.end());
+        ordered.push_back("samples_fnv1a");
+        for (const auto& key : ordered)
             if (const auto& value = settings.contains(key) ? settings[key] : nlohmann::json();
                 !f.j["settings"].contains(key) || f.j["settings"][key] != value)
                 throw Error("not the same run as " + files[0].path + ": setting '" + key + "' is " +
                                 (f.j["settings"].contains(key) ? f.j["settings"][key].dump() : std::string("missing")) +
-                                " here and " + value.dump() + " there", {f.path, "", {}});
-        require(f.j["settings"].size() == settings.size(), "not the same run as " + files[0].path + ": other settings", {f.path, "", {}});
+                                " here and " + (settings.contains(key) ? value.dump() : std::string("missing")) + " there",
+                            {f.path, "", {}});
         require(f.shard.count == count, "shard " + std::to_string(f.shard.index) + "/" + std::to_string(f.shard.count) +
                                             " of a split into " + std::to_string(f.shard.count) + ", but " + files[0].path +
                                             " is of a split into " + std::to_string(count), {f.path, "", {}});
@@ -382,6 +387,8 @@ int main(int argc, char** argv) {
     stats->add_flag("--bos", bos, "prepend BOS to every sample (default: none, as Gu et al.)");
     stats->add_option("--shard", shard, "I/N: only the I-th (from 0) of N equal contiguous parts of the samples");
     stats->add_option("--json", json_out, "also write the summary and the mergeable state as JSON here");
+    stats->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
+    stats->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8"}))->capture_default_str();
     stats->add_option("--batch", batch, "samples per forward pass where batching is bit-exact (dense FFN, lengths "
                       "multiples of 4); one at a time elsewhere")->check(CLI::Range(1, 4096));
 
@@ -422,7 +429,8 @@ int main(int argc, char** argv) {
             if (text.empty() && text_file.empty() && tokens_file.empty())
                 throw Error("stats: give --text-file, --text or --tokens-file");
             if (bos && !tokens_file.empty()) throw Error("stats: --bos applies to text; put BOS into the token file instead");
-            return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, bos ? 1 : -1, shard, json_out, batch);
+            return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, bos ? 1 : -1, shard, json_out, batch,
+                             load_options(weights, compute));
         }
         if (*merge) return cmd_merge(shard_files, json_out);
         if (*random_model) {

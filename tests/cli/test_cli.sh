@@ -10,6 +10,7 @@ check() {  # check NAME CONDITION...
     local name=$1; shift
     if "$@"; then passes=$((passes + 1)); else echo "FAILED: $name"; fails=$((fails + 1)); fi
 }
+lacks() { ! grep -q "$1" "$2"; }  # lacks PATTERN FILE
 "$bin" --help > "$work/help" 2>&1
 check "--help names the subcommands" grep -q "capture" "$work/help"
 "$bin" info "$model" > "$work/info" 2>&1
@@ -188,5 +189,22 @@ check "merge of a repeated shard exits 2 naming the file" grep -q "shard 0/2 giv
 "$bin" merge "$work/shard0.json" "$work/other.json" > "$work/other.log" 2>&1
 check "merge of shards of other settings exits 2" test $? -eq 2
 check "merge names the setting and the file" grep -q "setting 'seq_len'.*other.json" "$work/other.log"
+# stats with the linear maps in their file types and int8 products (SmolLM2 Q4_1: the shared model is all
+# F32, which loads as float32 whatever --weights says): the settings say so, and a shard computed that way
+# does not merge with one computed in float32.
+smol="$(dirname "$0")/../../models/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [[ -f $smol ]]; then
+    for w in float32 file; do
+        "$bin" stats "$smol" --tokens-file "$work/tokens.txt" --seq-len 8 --shard 0/2 --weights $w --compute int8 \
+            --json "$work/smol_$w.json" > "$work/smol_$w.log" 2>&1
+        check "stats SmolLM2 --weights $w --compute int8 exits 0" test $? -eq 0
+    done
+    check "its settings record the arithmetic" grep -q '"compute": "int8"' "$work/smol_file.json"
+    check "float32 weights record none (as before)" lacks '"compute"' "$work/smol_float32.json"
+    "$bin" merge "$work/smol_float32.json" "$work/smol_file.json" > "$work/int8_merge.log" 2>&1
+    check "merge of a float32 and an int8 shard exits 2 naming the setting" grep -q "setting 'weights'" "$work/int8_merge.log"
+else
+    echo "cli: SmolLM2 not fetched (scripts/fetch_model.sh): the --weights file checks of stats are skipped"
+fi
 echo "cli: $passes passed, $fails failed"
 test $fails -eq 0

@@ -148,6 +148,11 @@ inline StatsRun run_stats(const model::LoadedModel<float>& m, const StatsRequest
         {"model", r.model}, {"config", train::config_to_json(m.config)}, {"seq_len", r.seq_len}, {"bos", r.bos}, {"eps", r.eps},
         {"max_samples", r.max_samples}, {"text_file", r.text_file}, {"text", r.text}, {"tokens_file", r.tokens_file},
         {"total_samples", total}, {"samples_fnv1a", samples_fingerprint(samples)}};
+    // The arithmetic, so that `merge` refuses shards computed differently (float32 against int8 products).
+    // Written only for file-type weights, so that a float32 run's JSON stays what it was.
+    if (m.weights.file_type())
+        settings["weights"] = {{"storage", "file"},
+                               {"compute", m.weights.compute == model::QuantCompute::int8 ? "int8" : "exact"}};
     StatsRun run{std::move(settings), r.shard, first, end, total,
                  model::ResidualStats<float>(m.config.n_layers), model::AttentionStats<float>(m.config.n_layers, m.config.n_heads)};
     auto& rs = run.residual;
