@@ -210,9 +210,6 @@ int cmd_stats(const std::string& path, const std::string& text_file, const std::
               std::int64_t seq_len, std::int64_t max_samples, double eps, int bos_flag, const std::string& shard_arg,
               const std::string& json_out, std::int64_t batch, const model::LoadOptions& options) {
     const Shard shard = shard_arg.empty() ? Shard{} : parse_shard(shard_arg);
-    const auto t0 = std::chrono::steady_clock::now();
-    const auto m = load_checked(path, options);
-    std::cerr << "loaded " << path << " in " << seconds_since(t0) << " s: " << m.config.describe() << "\n";
     analysis::StatsRequest request;
     request.model = path;
     request.text_file = text_file;
@@ -224,21 +221,21 @@ int cmd_stats(const std::string& path, const std::string& text_file, const std::
     request.bos = bos_flag > 0;  // Gu et al.'s convention: no BOS unless asked
     request.shard = shard;
     request.batch = batch;
+    analysis::check_request(request);  // before the load, so a bad request costs nothing
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto m = load_checked(path, options);
+    std::cerr << "loaded " << path << " in " << seconds_since(t0) << " s: " << m.config.describe() << "\n";
     const auto t1 = std::chrono::steady_clock::now();
     const auto run = analysis::run_stats(m, request, [&](std::int64_t done, std::int64_t of) {
         std::cerr << "\rsample " << done << "/" << of << " (" << seconds_since(t1) << " s)" << std::flush;
     });
-    const std::int64_t first = run.first, end = run.end, total = run.total;
-    const auto& settings = run.settings;
-    const auto& rs = run.residual;
-    const auto& as = run.attention;
     std::cerr << "\n";
     const std::string note = shard.count == 1 ? "" : ", shard " + std::to_string(shard.index) + "/" +
-                                                     std::to_string(shard.count) + " (samples " + std::to_string(first) +
-                                                     "…" + std::to_string(end - 1) + " of " + std::to_string(total) + ")";
-    print_stats_header(settings, end - first, note);
-    analysis::print_summary(std::cout, analysis::summarize(rs, as, eps));
-    if (!json_out.empty()) write_json(json_out, stats_json(settings, shard, rs, as));
+                                                     std::to_string(shard.count) + " (samples " + std::to_string(run.first) +
+                                                     "…" + std::to_string(run.end - 1) + " of " + std::to_string(run.total) + ")";
+    print_stats_header(run.settings, run.end - run.first, note);
+    analysis::print_summary(std::cout, analysis::summarize(run.residual, run.attention, eps));
+    if (!json_out.empty()) write_json(json_out, run.json());
     return 0;
 }
 
@@ -428,7 +425,6 @@ int main(int argc, char** argv) {
         if (*stats) {
             if (text.empty() && text_file.empty() && tokens_file.empty())
                 throw Error("stats: give --text-file, --text or --tokens-file");
-            if (bos && !tokens_file.empty()) throw Error("stats: --bos applies to text; put BOS into the token file instead");
             return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, bos ? 1 : -1, shard, json_out, batch,
                              load_options(weights, compute));
         }

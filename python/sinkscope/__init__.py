@@ -182,15 +182,8 @@ class Model:
         if text_file is not None:
             r.text_file = str(text_file)
         if tokens_file is not None:
-            if bos:
-                raise Error("sinkscope: stats: bos applies to text; put BOS into the token file instead")
             r.tokens_file = str(tokens_file)
-        if not 2 <= seq_len <= (1 << 20):
-            raise Error("sinkscope: stats: seq_len must lie in [2, 2^20]")
-        if not 0.0 <= eps <= 1.0:
-            raise Error("sinkscope: stats: eps must lie in [0, 1]")
-        if not 1 <= batch <= 4096:
-            raise Error("sinkscope: stats: batch must lie in [1, 4096]")
+        # The values are checked in C++ (analysis::check_request), as for the CLI.
         r.seq_len, r.eps, r.bos, r.max_samples, r.batch = int(seq_len), float(eps), bool(bos), int(samples), int(batch)
         if shard is not None:
             r.set_shard(str(shard))

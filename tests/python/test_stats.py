@@ -43,5 +43,12 @@ def test_stats_bad_input(tiny, tmp_path):
         tiny.stats()
     with pytest.raises(sinkscope.Error, match="--shard '3/2'"):
         tiny.stats(tokens_file=str(tmp_path / "x"), shard="3/2")
+    # The request's values are checked once, in C++ (analysis::check_request), for the CLI and Python alike.
+    with pytest.raises(sinkscope.Error, match="BOS applies to text"):
+        tiny.stats(tokens_file=str(tmp_path / "x"), bos=True)
+    with pytest.raises(sinkscope.Error, match=r"sample length must lie in \[2, 2\^20\], not 1"):
+        tiny.stats("some text", seq_len=1)
+    with pytest.raises(sinkscope.Error, match="eps must lie in"):
+        tiny.stats("some text", eps=1.5)
     with pytest.raises(sinkscope.Error, match="cannot open text file"):
         tiny.stats(tokens_file=str(tmp_path / "missing.txt"))

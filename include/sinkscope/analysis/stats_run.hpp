@@ -74,6 +74,16 @@ struct StatsRequest {
     std::int64_t batch = 8;         // samples per forward pass where batching is bit-exact
 };
 
+// The request's values, checked before any model is loaded (the CLI and the Python module both call it).
+inline void check_request(const StatsRequest& r) {
+    require(r.seq_len >= 2 && r.seq_len <= (std::int64_t(1) << 20), "stats: the sample length must lie in [2, 2^20], not " +
+                                                                       std::to_string(r.seq_len));
+    require(r.eps >= 0.0 && r.eps <= 1.0, "stats: eps must lie in [0, 1], not " + std::to_string(r.eps));
+    require(r.batch >= 1 && r.batch <= 4096, "stats: the batch must lie in [1, 4096], not " + std::to_string(r.batch));
+    require(r.max_samples >= 0, "stats: the sample cap must be >= 0 (0: no cap)");
+    require(!(r.bos && !r.tokens_file.empty()), "stats: BOS applies to text; put BOS into the token file instead");
+}
+
 // Samples for `stats`: fixed-length pieces of a text, or the first seq_len ids of each line of a token
 // file (shorter lines are skipped).
 inline std::vector<std::vector<std::int32_t>> stats_samples(const model::LoadedModel<float>& m, const StatsRequest& r) {
@@ -137,6 +147,7 @@ struct StatsRun {
 // resid_post and pattern to the reducers. `progress(done, of)` is called after each forward pass.
 inline StatsRun run_stats(const model::LoadedModel<float>& m, const StatsRequest& r,
                           const std::function<void(std::int64_t, std::int64_t)>& progress = {}) {
+    check_request(r);
     const auto samples = stats_samples(m, r);
     require(!samples.empty(), "the input gives no sample of " + std::to_string(r.seq_len) + " tokens");
     const auto total = std::int64_t(samples.size());
