@@ -26,7 +26,7 @@ Layouts
              tensor rope_freqs.weight [64] (llama.cpp's convert_hf_to_gguf.py writes them so, with no
              rope.scaling.type key; the values are the real ones, computed from factor 8, low/high frequency
              factors 1 and 4, original context 8192). A loader that ignores that tensor computes the wrong
-             rotation at every position; one that does not support it must refuse the file.
+             rotation at every position; sinkscope reads it into Config::rope_freq_divisors.
 
 Tensor types: the Q4_K_M recipe of llama.cpp, src/llama-quant.cpp, llama_tensor_get_type_impl (read at
 ggml-org/llama.cpp 007dbbf, 2026; unchanged in substance since k-quants were introduced in 2023):

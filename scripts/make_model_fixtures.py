@@ -14,18 +14,21 @@ Writes tests/fixtures/model/:
              resid_post_L{l}.npy for a few layers, pattern_L{l}.npy for a few layers (H × T × T),
              meta.json (versions, text, layers).
   stories260K/  the same for ../shared/models/stories260K.gguf (token ids, not text).
-  random_{llama,qwen2,qwen3,mistral,gpt2,gemma2,gemma3,phi3,olmo2,gpt_neox,mixtral,olmoe}/  small random-weight
+  random_{llama,qwen2,qwen3,mistral,gpt2,gemma2,gemma3,phi3,olmo2,gpt_neox,mixtral,olmoe,llama31}/  small random-weight
              models saved by transformers as safetensors (config.json + model.safetensors), with tokens, all
-             logits, every layer's residual stream; the mixture-of-experts ones also chosen_L{l}.npy.
-  gguf_{gemma2,gemma3,phi3,olmo2,gpt_neox,mixtral,olmoe}/  model.gguf: a random model converted to GGUF (float32)
+             logits, every layer's residual stream; the mixture-of-experts ones also chosen_L{l}.npy; llama31
+             (Llama 3.1's "llama3" RoPE scaling) also inv_freq.npy, transformers' scaled float32 frequencies.
+  gguf_{gemma2,gemma3,phi3,olmo2,gpt_neox,mixtral,olmoe,llama31}/  model.gguf: a random model converted to GGUF (float32)
              by llama.cpp's own convert_hf_to_gguf.py (from the llama-cpp-python source package on PyPI, unpacked
              into build/), with transformers' tokens, logits, residual streams and layer-0 pattern for the same
              weights (the mixture-of-experts ones also chosen_L{l}.npy). The configs differ from random_* only
              where GGUF cannot state a value (see random_config).
-  llama_rope_freqs.gguf  metadata of a Llama 3.1 conversion with rope_freqs.weight, for the refusal test.
+  phi3_longrope.gguf  metadata of a Phi-3 LongRoPE conversion (rope_factors_long/short.weight), for the refusal test.
+  llama_rope_freqs_{len3,f16}.gguf  a Llama 3.1 rope_freqs.weight of the wrong length / type, for the error tests.
 `make_model_fixtures.py random [KIND …]` remakes only those random-weight fixtures (default: the families
-added last: gemma2 gemma3 phi3 olmo2 gpt_neox mixtral olmoe), without the GGUF models;
+added last: gemma2 gemma3 phi3 olmo2 gpt_neox mixtral olmoe llama31), without the GGUF models;
 `make_model_fixtures.py gguf [KIND …]` remakes only the converted ones (default: all of GGUF_FAMILIES).
+`make_model_fixtures.py rope_factors` remakes only phi3_longrope.gguf and llama_rope_freqs_{len3,f16}.gguf.
 Every array is float32 unless said otherwise.
 """
 import json, os, pathlib, sys
@@ -147,6 +150,14 @@ def random_config(kind, for_gguf=False):
                                          num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
                                          rms_norm_eps=1e-5, rope_theta=1e6, sliding_window=None, router_jitter_noise=0.0,
                                          tie_word_embeddings=False, **common)
+    elif kind == "llama31":
+        # Llama 3.1's RoPE scaling with original_max_position_embeddings small enough that, with d_h = 16 and
+        # base 5e5, its 8 frequencies fall in all three regimes (kept, smoothed, divided by factor): asserted below.
+        cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                       num_key_value_heads=2, rms_norm_eps=1e-5, tie_word_embeddings=False,
+                                       rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0,
+                                                            low_freq_factor=1.0, high_freq_factor=4.0,
+                                                            original_max_position_embeddings=64), **common)
     elif kind == "olmoe":
         # 8 experts, top 2, top-k weights not renormalised (norm_topk_prob=False, as OLMoE-1B-7B), QK-norm over
         # the whole q and k projections.
@@ -168,7 +179,7 @@ def random_config(kind, for_gguf=False):
 
 def random_model(kind, cfg):
     torch.manual_seed({"llama": 11, "mistral": 12, "qwen2": 13, "qwen3": 14, "gpt2": 15, "gemma2": 16, "gemma3": 17,
-                       "phi3": 18, "olmo2": 19, "gpt_neox": 20, "mixtral": 21, "olmoe": 22}[kind])
+                       "phi3": 18, "olmo2": 19, "gpt_neox": 20, "mixtral": 21, "olmoe": 22, "llama31": 23}[kind])
     model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
     # Default init leaves norms at 1 and biases at 0: perturb every parameter so that each one matters.
     with torch.no_grad():
@@ -202,6 +213,8 @@ def random_fixture(kind):
     ids = save_reference(model, cfg, d)
     if kind in MOE:
         moe_routing(model, cfg, ids, d)
+    if kind == "llama31":
+        llama3_rope_regimes(model, cfg, d)
     (d / "generation_config.json").unlink(missing_ok=True)
     print(f"random_{kind}: wrote {d}")
 
@@ -210,7 +223,7 @@ def random_fixture(kind):
 # projections, the Gemma norm shift, permuted or stacked tensors, metadata keys). It comes from the
 # llama-cpp-python source package on PyPI, which vendors llama.cpp; nothing of it is kept in this repository.
 LLAMA_CPP_PYTHON = "0.3.36"
-GGUF_FAMILIES = ["gemma2", "gemma3", "phi3", "olmo2", "gpt_neox", "mixtral", "olmoe"]
+GGUF_FAMILIES = ["gemma2", "gemma3", "phi3", "olmo2", "gpt_neox", "mixtral", "olmoe", "llama31"]
 
 
 def llama_cpp_converter():
@@ -273,6 +286,9 @@ def gguf_fixture_of_family(kind):
     with tempfile.TemporaryDirectory() as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         convert_to_gguf(pathlib.Path(tmp), d / "model.gguf")
+    if kind == "llama31":  # the converter writes Llama 3.1's divisors as rope_freqs.weight
+        import gguf
+        assert any(t.name == "rope_freqs.weight" for t in gguf.GGUFReader(str(d / "model.gguf")).tensors)
     ids = save_reference(model, cfg, d)
     if kind in MOE:
         moe_routing(model, cfg, ids, d)
@@ -280,7 +296,27 @@ def gguf_fixture_of_family(kind):
 
 
 MOE = ["mixtral", "olmoe"]
-NEW_FAMILIES = ["gemma2", "gemma3", "phi3", "olmo2", "gpt_neox"] + MOE
+NEW_FAMILIES = ["gemma2", "gemma3", "phi3", "olmo2", "gpt_neox"] + MOE + ["llama31"]
+
+
+def llama3_rope_regimes(model, cfg, d):
+    """llama31: inv_freq.npy (transformers' float32 scaled frequencies) and a check that the fixture exercises
+    all three regimes of the scaling: wavelength < orig/high kept, > orig/low divided by factor, else smoothed."""
+    import math
+    p = cfg.rope_parameters
+    dim = cfg.head_dim
+    inv = 1.0 / (p["rope_theta"] ** (np.arange(0, dim, 2) / dim))
+    wl = 2 * math.pi / inv
+    orig = p["original_max_position_embeddings"]
+    kept, divided = wl < orig / p["high_freq_factor"], wl > orig / p["low_freq_factor"]
+    smoothed = ~kept & ~divided
+    assert kept.any() and divided.any() and smoothed.any(), (wl, orig)
+    # The boundaries are far from every wavelength, so float rounding cannot move one across.
+    assert np.min(np.abs(np.log(wl[:, None] / np.array([orig / p["high_freq_factor"], orig / p["low_freq_factor"]])))) > 0.1
+    got = model.model.rotary_emb.inv_freq.float().numpy()
+    assert not np.allclose(got, inv.astype(np.float32)), "the scaling changed nothing"
+    save(d / "inv_freq.npy", got.astype(np.float32))
+    print(f"  llama3 RoPE regimes: {kept.sum()} kept, {smoothed.sum()} smoothed, {divided.sum()} divided")
 
 
 def moe_routing(model, cfg, ids, d):
@@ -301,16 +337,26 @@ def moe_routing(model, cfg, ids, d):
         print(f"  layer {l}: {len(sets)} distinct expert sets over {len(ids)} tokens, smallest top-{k} gap {gap:.2e}")
 
 
-def rope_freqs_gguf_fixture():
-    """llama_rope_freqs.gguf: the metadata of a Llama 3.1 conversion, which stores its RoPE frequency factors as
-    the tensor rope_freqs.weight; sinkscope must refuse it (naming the tensor) rather than rotate without them."""
+def rope_factors_gguf_fixtures():
+    """phi3_longrope.gguf: the metadata of a Phi-3 LongRoPE conversion, which stores two sets of RoPE frequency
+    factors (rope_factors_long/short.weight, switched by the sequence length); sinkscope must refuse it (naming
+    the tensor) rather than rotate without them. llama_rope_freqs_{len3,f16}.gguf: Llama 3.1's rope_freqs.weight
+    of the wrong length (3 for d_h/2 = 2) and of the wrong type (F16), which must be Errors naming the tensor."""
     import gguf
-    w = gguf.GGUFWriter(str(OUT / "llama_rope_freqs.gguf"), "llama")
-    w.add_block_count(1); w.add_embedding_length(8); w.add_context_length(16); w.add_head_count(2)
-    w.add_feed_forward_length(16); w.add_layer_norm_rms_eps(1e-5)
-    w.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
-    w.add_tensor("rope_freqs.weight", np.ones(2, dtype=np.float32))
-    w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+
+    def tiny(name, arch, tensors):
+        w = gguf.GGUFWriter(str(OUT / name), arch)
+        w.add_block_count(1); w.add_embedding_length(8); w.add_context_length(16); w.add_head_count(2)
+        w.add_feed_forward_length(16); w.add_layer_norm_rms_eps(1e-5)
+        w.add_tensor("token_embd.weight", np.zeros((4, 8), dtype=np.float32))
+        for n, a in tensors.items():
+            w.add_tensor(n, a)
+        w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
+
+    tiny("phi3_longrope.gguf", "phi3", {"rope_factors_long.weight": np.ones(2, dtype=np.float32),
+                                        "rope_factors_short.weight": np.ones(2, dtype=np.float32)})
+    tiny("llama_rope_freqs_len3.gguf", "llama", {"rope_freqs.weight": np.ones(3, dtype=np.float32)})
+    tiny("llama_rope_freqs_f16.gguf", "llama", {"rope_freqs.weight": np.ones(2, dtype=np.float16)})
 
 
 def main():
@@ -318,6 +364,9 @@ def main():
         # GGUF files of the newer families, written by llama.cpp's converter: gguf gemma2 phi3 …
         for kind in sys.argv[2:] or GGUF_FAMILIES:
             gguf_fixture_of_family(kind)
+        return
+    if sys.argv[1:2] == ["rope_factors"]:
+        rope_factors_gguf_fixtures()
         return
     if sys.argv[1:2] == ["random"]:
         # Only the named random-weight fixtures (others stay as they were made): random gemma2 phi3 …
@@ -336,7 +385,7 @@ def main():
         random_fixture(kind)
     for kind in GGUF_FAMILIES:
         gguf_fixture_of_family(kind)
-    rope_freqs_gguf_fixture()
+    rope_factors_gguf_fixtures()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/train/config_io.hpp>
 #include <sinkscope/train/init.hpp>
+#include <sinkscope/train/tape.hpp>
 
 #include "test_paths.hpp"
 
@@ -133,11 +134,11 @@ TEST_CASE("SmolLM2-135M GGUF (Q4_1) agrees with Hugging Face transformers", "[re
 
 TEST_CASE("random-weight safetensors models agree with Hugging Face transformers", "[reference][model]") {
     for (const char* kind : {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma2", "gemma3", "phi3", "olmo2", "gpt_neox",
-                             "mixtral", "olmoe"}) {
+                             "mixtral", "olmoe", "llama31"}) {
         SECTION(kind) {
             const std::string dir = test::fixture(std::string("model/random_") + kind);
             const auto m = load_model<float>(dir);
-            CHECK(m.config.architecture == kind);
+            CHECK(m.config.architecture == (std::string(kind) == "llama31" ? std::string("llama") : std::string(kind)));
             check_against_fixture(m, dir);
         }
     }
@@ -166,6 +167,7 @@ TEST_CASE("the new families' fixtures exercise their mechanisms", "[reference][m
         {"olmoe", "top-1 instead of top-2", [](Config& c) { c.n_experts_used = 1; }},
         {"olmoe", "top-k renormalised (norm_topk_prob)", [](Config& c) { c.moe_normalize_topk = true; }},
         {"olmoe", "no QK-norm", [](Config& c) { c.qk_norm = false; }},
+        {"llama31", "no RoPE frequency divisors", [](Config& c) { c.rope_freq_divisors.clear(); }},
     };
     for (const auto& m : mutations) {
         const std::string dir = test::fixture(std::string("model/random_") + m.kind);
@@ -476,7 +478,8 @@ TEST_CASE("GGUF files written by llama.cpp's converter agree with Hugging Face t
     // reference is transformers on the same weights, at the tolerances of the safetensors fixtures.
     struct Expect { const char* kind; const char* family; };
     for (const Expect x : {Expect{"gemma2", "gemma2"}, Expect{"gemma3", "gemma3"}, Expect{"phi3", "phi3"}, Expect{"olmo2", "olmo2"},
-                           Expect{"gpt_neox", "gpt_neox"}, Expect{"mixtral", "llama"}, Expect{"olmoe", "olmoe"}}) {
+                           Expect{"gpt_neox", "gpt_neox"}, Expect{"mixtral", "llama"}, Expect{"olmoe", "olmoe"},
+                           Expect{"llama31", "llama"}}) {
         SECTION(x.kind) {
             const std::string dir = test::fixture(std::string("model/gguf_") + x.kind);
             const auto m = load_model<float>(dir + "/model.gguf");
@@ -498,6 +501,7 @@ TEST_CASE("GGUF files written by llama.cpp's converter agree with Hugging Face t
             if (kind == "phi3") CHECK(c.rotary_dim == 6);
             if (kind == "olmo2") CHECK((c.norm_placement == NormPlacement::output && c.qk_norm_scope == QkNormScope::projection));
             if (kind == "gpt_neox") CHECK((c.parallel_residual && c.rotary_dim == 4 && c.norm == NormKind::layernorm));
+            if (kind == "llama31") CHECK((c.rope_freq_divisors.size() == 8 && c.rope_layout == RopeLayout::interleaved));
             if (kind == "mixtral" || kind == "olmoe") {
                 CHECK(c.ffn == FfnKind::moe);
                 CHECK(c.moe_normalize_topk == (kind == "mixtral"));
@@ -518,19 +522,142 @@ TEST_CASE("GGUF files written by llama.cpp's converter agree with Hugging Face t
     }
 }
 
-TEST_CASE("a GGUF with RoPE frequency factors is refused, naming the tensor", "[model]") {
-    // Llama 3.1 conversions store their scaled RoPE frequencies as rope_freqs.weight; rotating without them
-    // would be silently wrong.
-    const std::string path = test::fixture("model/llama_rope_freqs.gguf");
+// ---- Llama 3.1's RoPE scaling (rope_type "llama3"; GGUF's rope_freqs.weight) ----
+
+namespace {
+// The llama3 divisor of frequency i, by the formula in double (Hugging Face's _compute_llama3_parameters,
+// llama.cpp's converter): the fixtures' base 5e5, r = 16, factor 8, low 1, high 4, orig 64. `regime`:
+// 0 kept (wavelength < orig/high), 2 divided (> orig/low), 1 smoothed in between.
+double llama3_divisor(int i, int* regime) {
+    const double base = 500000.0, r = 16, factor = 8, low = 1, high = 4, orig = 64;
+    const double inv = std::pow(base, -2.0 * i / r), wavelen = 2 * 3.14159265358979323846 / inv;
+    if (wavelen < orig / high) { *regime = 0; return 1.0; }
+    if (wavelen > orig / low) { *regime = 2; return factor; }
+    *regime = 1;
+    const double s = (orig / wavelen - low) / (high - low);
+    return 1.0 / ((1 - s) / factor + s);
+}
+}  // namespace
+
+TEST_CASE("Llama 3.1's RoPE divisors follow the llama3 formula and rotate by Hugging Face's frequencies", "[reference][model]") {
+    const std::string hf_dir = test::fixture("model/random_llama31"), gguf_dir = test::fixture("model/gguf_llama31");
+    const auto hf = load_model<float>(hf_dir);
+    const auto gg = load_model<float>(gguf_dir + "/model.gguf");
+    REQUIRE(hf.config.rope_freq_divisors.size() == 8);
+    REQUIRE(gg.config.rope_freq_divisors.size() == 8);
+    CHECK(hf.config.rope_base == 500000.0);
+    CHECK(gg.config.rope_base == 500000.0);
+    int seen[3] = {0, 0, 0};
+    for (int i = 0; i < 8; ++i) {
+        int regime = -1;
+        const double want = llama3_divisor(i, &regime);
+        ++seen[regime];
+        // Both store float32-rounded divisors: the HF loader's reproduce transformers' float32 inv_freq, the
+        // converter writes F32. The kept and divided regimes are exact.
+        INFO("frequency " << i << " regime " << regime << ": want " << want << ", HF " << hf.config.rope_freq_divisors[i]
+                          << ", GGUF " << gg.config.rope_freq_divisors[i]);
+        CHECK(std::abs(hf.config.rope_freq_divisors[i] / want - 1) <= 1e-6);
+        CHECK(std::abs(gg.config.rope_freq_divisors[i] / want - 1) <= 1e-6);
+        if (regime != 1) { CHECK(hf.config.rope_freq_divisors[i] == want); CHECK(gg.config.rope_freq_divisors[i] == want); }
+    }
+    // The fixture exercises every regime.
+    CHECK(seen[0] >= 1); CHECK(seen[1] >= 1); CHECK(seen[2] >= 1);
+
+    // rope_table<float> rotates by transformers' float32 inv_freq (inv_freq.npy) bit for bit: θ = float(t) · inv_i.
+    const auto inv = io::read_npy<float>(hf_dir + "/inv_freq.npy").data;
+    REQUIRE(inv.size() == 8);
+    const RopeTable<float>& tab = rope_table<float>(40, 16, hf.config.rope_base, 0, hf.config.rope_freq_divisors);
+    int differ = 0;
+    for (int t = 0; t < 40; ++t)
+        for (int i = 0; i < 8; ++i) {
+            const double theta = double(float(t) * inv[std::size_t(i)]);
+            differ += tab.cos[std::size_t(t * 8 + i)] != float(std::cos(theta)) || tab.sin[std::size_t(t * 8 + i)] != float(std::sin(theta));
+        }
+    CHECK(differ == 0);
+
+    // The fixtures need the divisors: without them every path misses Hugging Face's logits by far more than
+    // the 1e-3 tolerance.
+    for (const auto* m : {&hf, &gg}) {
+        Config c = m->config;
+        c.rope_freq_divisors.clear();
+        const std::string dir = m == &hf ? hf_dir : gguf_dir;
+        const Mat<float> logits = forward(c, m->weights, read_tokens(dir + "/tokens.npy"));
+        const double e = max_abs_diff(logits.data(), io::read_npy<float>(dir + "/logits.npy").data);
+        INFO(dir << " without rope_freq_divisors: logits max |diff| " << e);
+        CHECK(e > 1e-2);
+    }
+
+    // transformers < 5 wrote the same parameters as rope_scaling, with rope_theta at the top level.
+    {
+        const fs::path dir = fs::temp_directory_path() / ("sinkscope_llama31_v4_" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        fs::copy_file(hf_dir + "/model.safetensors", dir / "model.safetensors");
+        std::ifstream in(hf_dir + "/config.json");
+        nlohmann::json j = nlohmann::json::parse(in);
+        j["rope_scaling"] = j["rope_parameters"];
+        j["rope_theta"] = j["rope_scaling"]["rope_theta"];
+        j["rope_scaling"].erase("rope_theta");
+        j.erase("rope_parameters");
+        std::ofstream(dir / "config.json") << j.dump();
+        const auto old = load_model<float>(dir.string());
+        CHECK(old.config.rope_base == 500000.0);
+        CHECK(old.config.rope_freq_divisors == hf.config.rope_freq_divisors);
+        fs::remove_all(dir);
+    }
+
+    // The divisors are a forward-only switch (training and CUDA refuse them), kept by config JSON, and validated.
+    const Config& c = hf.config;
+    CHECK(c.forward_only_switches().find("rope_freq_divisors") != std::string::npos);
+    CHECK(train::config_from_json(train::config_to_json(c)).rope_freq_divisors == c.rope_freq_divisors);
+    auto message = [](Config x) {
+        try { x.validate(); } catch (const Error& e) { return std::string(e.what()); }
+        return std::string();
+    };
+    try {
+        train::TapeRecorder<float> rec(c);
+        FAIL("training accepted rope_freq_divisors");
+    } catch (const Error& e) {
+        INFO(e.what());
+        CHECK(std::string(e.what()).find("does not implement rope_freq_divisors") != std::string::npos);
+    }
+    Config short_list = c; short_list.rope_freq_divisors.pop_back();
+    CHECK(message(short_list).find("rope_freq_divisors has 7 entries") != std::string::npos);
+    Config zero = c; zero.rope_freq_divisors[3] = 0;
+    CHECK(message(zero).find("rope_freq_divisors") != std::string::npos);
+}
+
+TEST_CASE("a GGUF with LongRoPE frequency factors is refused, naming the tensor", "[model]") {
+    // Phi-3's LongRoPE conversions store two sets of frequency factors (long and short contexts, switched by
+    // the sequence length); rotating without them would be silently wrong.
+    const std::string path = test::fixture("model/phi3_longrope.gguf");
     try {
         load_model<float>(path);
-        FAIL("a GGUF with rope_freqs.weight loaded");
+        FAIL("a GGUF with rope_factors_long.weight loaded");
     } catch (const Error& e) {
         const std::string what = e.what();
         INFO(what);
-        CHECK(what.find("rope_freqs.weight") != std::string::npos);
-        CHECK(what.find("llama_rope_freqs.gguf") != std::string::npos);
-        CHECK(what.find("frequency factors") != std::string::npos);
+        CHECK(what.find("rope_factors_long.weight") != std::string::npos);
+        CHECK(what.find("phi3_longrope.gguf") != std::string::npos);
+        CHECK(what.find("LongRoPE frequency factors") != std::string::npos);
+    }
+}
+
+TEST_CASE("a rope_freqs.weight of the wrong length or type is an Error naming the file and the tensor", "[model]") {
+    for (const char* name : {"llama_rope_freqs_len3.gguf", "llama_rope_freqs_f16.gguf"}) {
+        SECTION(name) {
+            const std::string path = test::fixture(std::string("model/") + name);
+            try {
+                load_model<float>(path);
+                FAIL(name << " loaded");
+            } catch (const Error& e) {
+                const std::string what = e.what();
+                INFO(what);
+                CHECK(what.find("rope_freqs.weight") != std::string::npos);
+                CHECK(what.find(name) != std::string::npos);
+                CHECK(what.find("must be F32 [2]") != std::string::npos);
+            }
+        }
     }
 }
 

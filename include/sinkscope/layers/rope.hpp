@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -22,25 +23,38 @@ namespace sinkscope::model {
 
 // cos θ and sin θ of rope_forward for rows t ∈ [0, n) (position t + offset) and frequencies i < d_h/2,
 // row-major (n × d_h/2). Cached per thread: training applies RoPE 4 times per layer and sequence with
-// the same table; rows [0, n) of a longer cached table are the same numbers.
+// the same table; rows [0, n) of a longer cached table are the same numbers. `divisors` (empty, or d_h/2
+// entries f_i: Config::rope_freq_divisors) divide each frequency; the cache keeps a copy to compare.
 template <class T>
 struct RopeTable {
     std::int64_t n = -1, head_dim = -1, offset = 0;
     double base = 0;
+    std::vector<double> divisors;
     std::vector<T> cos, sin;
 };
 template <class T>
-const RopeTable<T>& rope_table(std::int64_t n, std::int64_t head_dim, double base, std::int64_t offset) {
+const RopeTable<T>& rope_table(std::int64_t n, std::int64_t head_dim, double base, std::int64_t offset,
+                               const std::vector<double>& divisors = {}) {
     thread_local RopeTable<T> tab;
-    if (tab.n >= n && tab.head_dim == head_dim && tab.base == base && tab.offset == offset) return tab;
+    if (tab.n >= n && tab.head_dim == head_dim && tab.base == base && tab.offset == offset && tab.divisors == divisors) return tab;
     const std::int64_t half = head_dim / 2;
+    require(divisors.empty() || std::int64_t(divisors.size()) == half,
+            "rope_table: " + std::to_string(divisors.size()) + " frequency divisors for " + std::to_string(half) + " frequencies");
     // Hugging Face computes inv_freq = 1 / base^(2i/d_h) and θ = pos · inv_freq in float32; in float we
     // round at the same places so that θ agrees bit for bit, in double we keep double throughout.
+    // With divisors, float rounds inv_freq_i / f_i (in double) to float once: Hugging Face's Llama 3.1
+    // inv_freq (a chain of float32 operations) is reproduced bit for bit because the loader stores
+    // f_i = inv_freq_i / inv_freq_llama3_i in double (families.hpp, llama3_rope_divisors); GGUF's float
+    // divisors give llama.cpp's θ up to its own rounding of θ / f_i.
     constexpr bool single = std::is_same_v<T, float>;
     std::vector<double> inv_freq(half);
     for (std::int64_t i = 0; i < half; ++i) {
-        if (single) inv_freq[i] = 1.0f / std::pow(float(base), float(2 * i) / float(head_dim));
-        else inv_freq[i] = std::pow(base, -2.0 * double(i) / double(head_dim));
+        if (single) {
+            const float inv = 1.0f / std::pow(float(base), float(2 * i) / float(head_dim));
+            inv_freq[i] = divisors.empty() ? inv : float(double(inv) / divisors[std::size_t(i)]);
+        } else {
+            inv_freq[i] = std::pow(base, -2.0 * double(i) / double(head_dim)) / (divisors.empty() ? 1.0 : divisors[std::size_t(i)]);
+        }
     }
     tab.cos.resize(std::size_t(n * half));
     tab.sin.resize(std::size_t(n * half));
@@ -50,20 +64,21 @@ const RopeTable<T>& rope_table(std::int64_t n, std::int64_t head_dim, double bas
             tab.cos[std::size_t(t * half + i)] = T(std::cos(theta));
             tab.sin[std::size_t(t * half + i)] = T(std::sin(theta));
         }
-    tab.n = n; tab.head_dim = head_dim; tab.base = base; tab.offset = offset;
+    tab.n = n; tab.head_dim = head_dim; tab.base = base; tab.offset = offset; tab.divisors = divisors;
     return tab;
 }
 
 // Rotary position embedding, in place on x (T × n_heads·d_h), position of row t = t + offset.
-// Pair (a, b) of frequency i (i < r/2) is rotated by θ = pos · base^(−2i/r), r = rotary_dim (0: d_h):
+// Pair (a, b) of frequency i (i < r/2) is rotated by θ = pos · base^(−2i/r) / f_i, r = rotary_dim (0: d_h),
+// f_i = rope_freq_divisors[i] (Llama 3.1's scaling; empty: f_i = 1):
 //   a' = a cos θ − b sin θ,  b' = a sin θ + b cos θ.
 // interleaved: (a, b) = (x[2i], x[2i+1]);  half_split: (a, b) = (x[i], x[i + r/2]).
 // Entries r … d_h − 1 of each head pass unrotated (partial rotary: GPT-NeoX rotates 25 %).
 template <class T>
 void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double base, RopeLayout layout,
-                  std::int64_t offset = 0, std::int64_t rotary_dim = 0) {
+                  std::int64_t offset = 0, std::int64_t rotary_dim = 0, const std::vector<double>& rope_freq_divisors = {}) {
     const std::int64_t r = rotary_dim > 0 ? rotary_dim : head_dim, half = r / 2;
-    const RopeTable<T>& tab = rope_table<T>(x.rows(), r, base, offset);
+    const RopeTable<T>& tab = rope_table<T>(x.rows(), r, base, offset, rope_freq_divisors);
     for (Eigen::Index t = 0; t < x.rows(); ++t) {
         for (std::int64_t i = 0; i < half; ++i) {
             const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];

@@ -7,6 +7,7 @@
 // of this struct. `validate()` rejects impossible combinations with a message that names the field.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -172,6 +173,12 @@ struct Config {
     double rope_base = 10000.0;
     double rope_base_sliding = 0;         // RoPE base of the windowed layers (Gemma 3's local base); 0: rope_base
     std::int64_t rotary_dim = 0;          // RoPE rotates the first rotary_dim entries of a head (GPT-NeoX: 25 %); 0: all
+    // Per-frequency RoPE divisors (Llama 3.1's "llama3" scaling; GGUF's rope_freqs.weight): empty, or one
+    // entry f_i > 0 per frequency i < r/2 (r = rope_dims()), and frequency i rotates by
+    //   θ_i = pos · base^(−2i/r) / f_i.
+    // Llama 3.1: f_i = 1 for wavelengths 2π·base^(2i/r) below orig/high_freq_factor, = factor above
+    // orig/low_freq_factor, and in between 1/((1 − s)/factor + s), s = (orig/wavelength − low)/(high − low).
+    std::vector<double> rope_freq_divisors;
     double embed_scale = 1;               // x₀ = embedding · embed_scale (Gemma: √d_model, rounded to the weights' type)
     double logit_softcap = 0;             // logits ← c·tanh(logits/c) when c > 0 (Gemma 2)
 
@@ -206,6 +213,7 @@ struct Config {
         add(parallel_residual, "parallel_residual");
         add(rope_base_sliding != 0, "rope_base_sliding");
         add(rotary_dim != 0 && rotary_dim != head_dim, "rotary_dim");
+        add(!rope_freq_divisors.empty(), "rope_freq_divisors");
         add(embed_scale != 1, "embed_scale");
         add(logit_softcap != 0, "logit_softcap");
         add(ffn == FfnKind::moe, "ffn = moe");
@@ -241,6 +249,14 @@ struct Config {
             if (w < 0 || w > context_length) bad("every layer window must lie in [0, context_length]");
         if (rotary_dim < 0 || rotary_dim > head_dim || rotary_dim % 2 != 0)
             bad("rotary_dim (" + std::to_string(rotary_dim) + ") must be even and lie in [0, head_dim = " + std::to_string(head_dim) + "]");
+        if (!rope_freq_divisors.empty()) {
+            if (positions != PositionKind::rope) bad("rope_freq_divisors needs RoPE positions");
+            if (std::int64_t(rope_freq_divisors.size()) != rope_dims() / 2)
+                bad("rope_freq_divisors has " + std::to_string(rope_freq_divisors.size()) + " entries, RoPE has " +
+                    std::to_string(rope_dims() / 2) + " frequencies (rope_dims()/2)");
+            for (double f : rope_freq_divisors)
+                if (!(f > 0) || !std::isfinite(f)) bad("every rope_freq_divisors entry must be finite and > 0");
+        }
         if (!(attn_scale >= 0) || !(attn_softcap >= 0) || !(logit_softcap >= 0) || !(rope_base_sliding >= 0) || !(embed_scale > 0))
             bad("attn_scale, attn_softcap, logit_softcap and rope_base_sliding must be >= 0, embed_scale > 0");
         if (parallel_residual && norm_placement != NormPlacement::pre) bad("parallel_residual needs pre-norm placement");
@@ -270,6 +286,7 @@ struct Config {
         if (positions == PositionKind::rope) os << "(" << to_string(rope_layout) << ", base " << rope_base << ")";
         if (rotary_dim && rotary_dim != head_dim) os << " rotary_dim=" << rotary_dim;
         if (rope_base_sliding) os << " rope_base_sliding=" << rope_base_sliding;
+        if (!rope_freq_divisors.empty()) os << " rope_freq_divisors[" << rope_freq_divisors.size() << "]";
         if (sliding_window) os << " window=" << sliding_window;
         if (!layer_windows.empty()) {
             os << " windows=[";

@@ -157,13 +157,57 @@ inline void hf_common(Config& c, const HfKeys& k) {
     c.norm_eps = k.get<double>({"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"});
 }
 
+// Llama 3.1's RoPE frequency divisors (rope_type "llama3"), as Config::rope_freq_divisors, for r rotated
+// dimensions. Hugging Face (modeling_rope_utils._compute_llama3_parameters) computes, in float32 torch ops,
+//   inv_i = 1 / base^(2i/r),  λ_i = 2π / inv_i,  low = orig / low_freq_factor,  high = orig / high_freq_factor;
+//   λ_i < high: inv_i;  λ_i > low: inv_i / factor;
+//   else, s = (orig/λ_i − low_freq_factor) / (high_freq_factor − low_freq_factor): (1 − s)·inv_i/factor + s·inv_i.
+// This repeats those float32 operations in their order (torch's a / t is t.reciprocal() * a, each rounding
+// kept, no fused multiply-add) and returns f_i = inv_i / inv_llama3_i in double, so that rope_table<float>,
+// which rounds inv_i / f_i to float, rotates by Hugging Face's float32 inv_freq bit for bit. f_i is the
+// exact formula's divisor (1, factor, or 1/((1 − s)/factor + s)) up to float32 rounding (~1e-7 relative).
+inline std::vector<double> llama3_rope_divisors(double base, std::int64_t r, double factor, double low_freq_factor,
+                                                double high_freq_factor, double orig) {
+    auto rd = [](float x) { volatile float v = x; return float(v); };  // one float32 rounding, never fused
+    const float low_wl = float(orig / low_freq_factor), high_wl = float(orig / high_freq_factor);
+    std::vector<double> f(std::size_t(r / 2));
+    for (std::int64_t i = 0; i < r / 2; ++i) {
+        const float inv = rd(1.0f / std::pow(float(base), float(2 * i) / float(r)));  // as rope_table<float>
+        const float wavelen = rd(rd(1.0f / inv) * float(2 * 3.14159265358979323846));  // 2 * math.pi / inv
+        float scaled = inv;
+        if (wavelen > low_wl) scaled = rd(inv / float(factor));
+        else if (!(wavelen < high_wl)) {
+            const float s = rd(rd(rd(rd(1.0f / wavelen) * float(orig)) - float(low_freq_factor)) /
+                               float(high_freq_factor - low_freq_factor));
+            scaled = rd(rd(rd(rd(1.0f - s) * inv) / float(factor)) + rd(s * inv));
+        }
+        f[std::size_t(i)] = double(inv) / double(scaled);
+    }
+    return f;
+}
+
 inline void hf_rope(Config& c, const HfKeys& k) {
-    k.require_default_rope();
+    const nlohmann::json r = k.rope();
+    const std::string type = r.value("rope_type", r.value("type", std::string("default")));
+    if (type != "llama3") k.require_default_rope();
     c.positions = PositionKind::rope;
     c.rope_layout = RopeLayout::half_split;
     c.rope_base = k.rope_theta();
     const double f = k.partial_rotary();
     if (f != 1.0) c.rotary_dim = std::int64_t(double(c.head_dim) * f);  // as Hugging Face: int(d_h · factor)
+    if (type == "llama3") {
+        auto number = [&](const char* key) {
+            if (!r.contains(key)) k.fail("RoPE scaling 'llama3' needs '" + std::string(key) + "'");
+            return typed<double>(r[key], key, k.path());
+        };
+        const double orig = r.contains("original_max_position_embeddings") ? number("original_max_position_embeddings")
+                                                                            : double(c.context_length);
+        const double factor = number("factor"), low = number("low_freq_factor"), high = number("high_freq_factor");
+        if (!(factor > 0) || !(low > 0) || !(high > low) || !(orig > 0))
+            k.fail("RoPE scaling 'llama3' needs factor > 0, 0 < low_freq_factor < high_freq_factor and "
+                   "original_max_position_embeddings > 0");
+        c.rope_freq_divisors = llama3_rope_divisors(c.rope_base, c.rope_dims(), factor, low, high, orig);
+    }
 }
 
 // Llama-like: RMSNorm, SwiGLU, RoPE, optional QKV bias; a window where the config turns one on.

@@ -239,9 +239,9 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
     if (c.positions == PositionKind::rope) {
         auto rope = [&](Mat<T>& m, std::int64_t heads) {
             for (std::int64_t b = 0; b < B; ++b) {
-                if (!batched) { rope_forward(m, heads, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims()); continue; }
+                if (!batched) { rope_forward(m, heads, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims(), c.rope_freq_divisors); continue; }
                 s.zb = m.middleRows(hook.first_row(b), hook.length(b, n));
-                rope_forward(s.zb, heads, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims());
+                rope_forward(s.zb, heads, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims(), c.rope_freq_divisors);
                 m.middleRows(hook.first_row(b), hook.length(b, n)) = s.zb;
             }
         };

@@ -363,9 +363,10 @@ inline Config gguf_config(const io::GgufFile& f) {
                     {f.path(), "", {}});
     }
     const GgufKeys k(md, arch, f.path());
-    // Per-dimension RoPE frequency factors (Llama 3.1's rope_freqs, Phi-3's LongRoPE) change every rotation.
-    for (const char* factors : {"rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight"})
-        if (f.find(factors) != nullptr) throw Error("RoPE frequency factors are not supported", {f.path(), factors, f.find(factors)->offset});
+    // Phi-3's LongRoPE frequency factors (two sets, switched by the sequence length) change every rotation.
+    for (const char* factors : {"rope_factors_long.weight", "rope_factors_short.weight"})
+        if (f.find(factors) != nullptr)
+            throw Error("LongRoPE frequency factors are not supported", {f.path(), factors, f.find(factors)->offset});
     Config c;
     c.architecture = fam->name;
     c.n_layers = k.get<std::int64_t>("block_count");
@@ -379,6 +380,21 @@ inline Config gguf_config(const io::GgufFile& f) {
     c.vocab_size = k.get_or<std::int64_t>("vocab_size", embed.shape.size() == 2 ? embed.shape[1] : 0);
     c.tied_embeddings = f.find(fam->gguf.lm_head) == nullptr;
     fam->gguf_config(c, k);
+    // Llama 3.1's RoPE frequency divisors: llama.cpp's converter writes them as the F32 tensor
+    // rope_freqs.weight [r/2] and llama.cpp rotates frequency i by pos · base^(−2i/r) / rope_freqs[i].
+    if (const io::GgufTensor* freqs = f.find("rope_freqs.weight")) {
+        const std::int64_t half = c.rope_dims() / 2;
+        if (freqs->type != io::GgmlType::F32 || freqs->shape.size() != 1 || freqs->shape[0] != half)
+            throw Error("RoPE frequency factors must be F32 [" + std::to_string(half) + "] (rope_dims()/2), got " +
+                            io::type_name(freqs->type) + " with " + std::to_string(freqs->n_elements()) + " entries",
+                        {f.path(), freqs->name, freqs->offset});
+        const std::vector<float> v = f.load<float>(*freqs);
+        for (std::size_t i = 0; i < v.size(); ++i)
+            if (!(v[i] > 0) || !std::isfinite(v[i]))
+                throw Error("RoPE frequency factor " + std::to_string(i) + " is " + std::to_string(v[i]) + ", not a finite value > 0",
+                            {f.path(), freqs->name, freqs->offset});
+        c.rope_freq_divisors.assign(v.begin(), v.end());
+    }
     // A mixture of experts in place of the FFN: llama.cpp writes Mixtral as arch "llama" with expert_count.
     if (k.get_or<std::int64_t>("expert_count", 0) > 0) {
         c.ffn = FfnKind::moe;

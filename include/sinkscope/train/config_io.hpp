@@ -35,6 +35,7 @@ inline nlohmann::json config_to_json(const model::Config& c) {
         {"norm_bias", c.norm_bias}, {"tied_embeddings", c.tied_embeddings}, {"qk_norm_scope", model::to_string(c.qk_norm_scope)},
         {"layer_windows", c.layer_windows}, {"attn_scale", c.attn_scale}, {"attn_softcap", c.attn_softcap},
         {"parallel_residual", c.parallel_residual}, {"rope_base_sliding", c.rope_base_sliding}, {"rotary_dim", c.rotary_dim},
+        {"rope_freq_divisors", c.rope_freq_divisors},
         {"embed_scale", c.embed_scale}, {"logit_softcap", c.logit_softcap}, {"n_experts", c.n_experts},
         {"n_experts_used", c.n_experts_used}, {"moe_normalize_topk", c.moe_normalize_topk}};
 }
@@ -103,6 +104,14 @@ inline model::Config config_from_json(const nlohmann::json& j) {
             for (const auto& e : v) {
                 require(e.is_number_integer(), "config: 'layer_windows' must be an array of integers");
                 c.layer_windows.push_back(e.get<std::int64_t>());
+            }
+        }
+        else if (k == "rope_freq_divisors") {
+            require(v.is_array(), "config: 'rope_freq_divisors' must be an array of numbers");
+            c.rope_freq_divisors.clear();
+            for (const auto& e : v) {
+                require(e.is_number(), "config: 'rope_freq_divisors' must be an array of numbers");
+                c.rope_freq_divisors.push_back(e.get<double>());
             }
         }
         else if (k == "attn_scale") c.attn_scale = num();
