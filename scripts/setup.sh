@@ -3,7 +3,7 @@
 # apt-get when a package is missing. Usage: scripts/setup.sh [--sanitizers]
 set -euo pipefail
 packages=(cmake g++ make pkg-config libeigen3-dev libxtensor-dev libboost-math-dev catch2 librapidcheck-dev
-          nlohmann-json3-dev libcli11-dev libspectra-dev libpcre2-dev python3 python3-venv)
+          nlohmann-json3-dev libcli11-dev libspectra-dev libpcre2-dev libdnnl-dev python3 python3-venv)
 if [[ "${1:-}" == "--sanitizers" ]]; then packages+=(clang-14 libclang-rt-14-dev); fi
 missing=()
 for p in "${packages[@]}"; do

@@ -15,14 +15,30 @@
 #include <type_traits>
 #include <vector>
 
+#include "sinkscope/layers/bf16_matmul.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
 
 namespace sinkscope::model {
 
+// True when this thread's float products run in bf16 (ScopedMatmulPrecision, layers/bf16_matmul.hpp).
+template <class T>
+bool products_in_bf16() {
+    return std::is_same_v<T, float> && matmul_precision() == MatmulPrecision::bf16;
+}
+
 // y = x Wᵀ (+ b).   x (T × in), W (out × in), b (out) or empty, y (T × out).
+// In float under MatmulPrecision::bf16 the product x Wᵀ takes bf16 inputs (bf16_matmul); b is added in float.
 template <class T>
 void linear_forward(Mat<T>& y, const Mat<T>& x, const Mat<T>& W, const Vec<T>& b) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (products_in_bf16<T>()) {
+            y.resize(x.rows(), W.rows());
+            bf16_matmul(y.data(), y.cols(), matrix_ref(x), matrix_ref(W).transposed(), false);
+            if (b.size()) y.rowwise() += b.transpose();
+            return;
+        }
+    }
     y.noalias() = x * W.transpose();
     if (b.size()) y.rowwise() += b.transpose();
 }
@@ -36,10 +52,19 @@ using model::Vec;
 
 // forward: y = x Wᵀ (+ b)                      x (T × in), W (out × in), y (T × out)
 //   dinp (T × in) += dout W;   dweight (out × in) += doutᵀ x;   dbias (out) += Σ_t dout[t]
-// dinp or dbias may be null (not wanted).
+// dinp or dbias may be null (not wanted). Under MatmulPrecision::bf16 (float only) both products take
+// bf16 inputs and accumulate in float32, as PyTorch's autocast backward does; dbias stays a float sum.
 template <class T>
 void linear_backward(Mat<T>* dinp, Mat<T>& dweight, Vec<T>* dbias, const Mat<T>& dout, const Mat<T>& inp,
                      const Mat<T>& weight) {
+    if constexpr (std::is_same_v<T, float>) {
+        if (model::products_in_bf16<T>()) {
+            model::bf16_matmul(dweight.data(), dweight.cols(), model::matrix_ref(dout).transposed(), model::matrix_ref(inp), true);
+            if (dbias && dbias->size()) dbias->noalias() += dout.colwise().sum().transpose();
+            if (dinp) model::bf16_matmul(dinp->data(), dinp->cols(), model::matrix_ref(dout), model::matrix_ref(weight), true);
+            return;
+        }
+    }
     dweight.noalias() += dout.transpose() * inp;
     if (dbias && dbias->size()) dbias->noalias() += dout.colwise().sum().transpose();
     if (dinp) dinp->noalias() += dout * weight;

@@ -14,6 +14,11 @@
 //              inside a step; per-thread gradients, summed once)
 //   gemm       sequences one by one; Eigen's GEMMs and the per-head loops use all threads
 //
+// Precision (TrainConfig::precision): float32, or bf16 — every product of a linear layer (forward and
+// backward, layers/linear.hpp) takes bf16 inputs and accumulates in float32 (oneDNN: AMX or AVX512-BF16),
+// like PyTorch's CPU autocast; weights, optimizer state, gradients, norms, softmax and the attention
+// scores stay float32 (master weights in float32). The validation trace always runs in float32.
+//
 // Faults: a non-finite activation, loss or gradient throws sinkscope::Error naming the step, the layer
 // and the operation (the hook name, or the parameter); nothing is saved after the fault, so the last
 // checkpoint on disk is the last good one.
@@ -30,6 +35,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #ifdef _OPENMP
@@ -38,6 +44,7 @@
 #include <Eigen/Core>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/layers/bf16_matmul.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
 #include "sinkscope/train/checkpoint.hpp"
@@ -69,6 +76,7 @@ struct TrainConfig {
     std::int64_t threads = 0;          // 0: OpenMP's default
     Parallelism parallel = Parallelism::sequences;
     bool check_finite = true;
+    model::MatmulPrecision precision = model::MatmulPrecision::float32;
 
     // Rejects impossible settings with a message naming the setting.
     void validate(std::int64_t seq_len) const {
@@ -90,6 +98,8 @@ struct TrainConfig {
         require(init_std > 0, "invalid config: init_std must be > 0");
         optim.validate();
         loss.validate(seq_len);
+        require(precision == model::MatmulPrecision::float32 || model::bf16_matmul_available(),
+                "training: precision bf16 needs oneDNN, and this build has none (install Debian's libdnnl-dev, rebuild)");
     }
 
     nlohmann::json to_json() const {
@@ -102,7 +112,7 @@ struct TrainConfig {
                 {"task", task}, {"batch", batch}, {"steps", steps}, {"seed", seed}, {"init_std", init_std},
                 {"checkpoint_every", checkpoint_every}, {"eval_sequences", eval_sequences}, {"sink_eps", sink_eps},
                 {"threads", threads}, {"parallel", parallel == Parallelism::gemm ? "gemm" : "sequences"},
-                {"check_finite", check_finite}};
+                {"check_finite", check_finite}, {"precision", model::to_string(precision)}};
     }
     static TrainConfig from_json(const nlohmann::json& j) {
         TrainConfig t;
@@ -120,6 +130,10 @@ struct TrainConfig {
         t.sink_eps = j.at("sink_eps"); t.threads = j.at("threads");
         t.parallel = j.at("parallel").get<std::string>() == "gemm" ? Parallelism::gemm : Parallelism::sequences;
         t.check_finite = j.at("check_finite");
+        // Checkpoints written before the setting existed trained in float32.
+        const std::string p = j.value("precision", std::string("float32"));
+        require(p == "float32" || p == "bf16", "training settings: precision must be float32 or bf16, got '" + p + "'");
+        t.precision = p == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
         return t;
     }
 };
@@ -170,6 +184,8 @@ public:
                 "invalid config: the task needs a vocabulary of " + std::to_string(data_->vocab_size()) +
                     " tokens but the model has " + std::to_string(cfg_.model.vocab_size));
         cfg_.validate(data_->seq_len());
+        require(std::is_same_v<T, float> || cfg_.precision == model::MatmulPrecision::float32,
+                "training: precision bf16 needs a float model (double runs are the exact reference)");
         InitOptions io;
         io.init_std = cfg_.init_std;
         w_ = init_weights<T>(cfg_.model, cfg_.seed, io);
@@ -200,6 +216,7 @@ public:
         std::string fault;
         for (auto& g : grads_) set_zero(g);
         auto one = [&](std::int64_t b, std::size_t slot) {
+            const model::ScopedMatmulPrecision precision(cfg_.precision);  // thread-local: set on the thread that runs b
             const auto seq = data_->sequence(std::uint64_t(step_ * B + b));
             const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
             const auto& tape = recorders_[slot]->record(w_, in);

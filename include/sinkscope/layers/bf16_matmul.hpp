@@ -1,0 +1,178 @@
+// Mixed-precision matrix products: bf16 inputs, float32 accumulation and output (oneDNN).
+//
+//   C  = op(A) · op(B)          (accumulate = false)
+//   C += op(A) · op(B)          (accumulate = true)
+// with every entry of A and B rounded to bfloat16 (round to nearest even: 8 significant bits, unit
+// roundoff 2⁻⁸) and the products summed in float32. This is PyTorch's CPU autocast for a linear layer,
+// except that the output stays float32 here (autocast rounds it to bf16 as well).
+//
+// Error bound (tests/model/test_bf16_matmul.cpp checks it on random and adversarial inputs): with
+// ã = a(1 + δ), |δ| ≤ 2⁻⁸, each product ã b̃ differs from a b by at most (2·2⁻⁸ + 2⁻¹⁶)|a||b|, and a float32
+// sum of K terms adds at most K·2⁻²⁴ Σ|ã b̃|, so
+//   |C̃ᵢⱼ − Cᵢⱼ| ≤ (2⁻⁷ + 2⁻¹⁶ + K·2⁻²⁴(1 + 2⁻⁸)²) · Σₖ |Aᵢₖ||Bₖⱼ|.
+//
+// Why oneDNN (Debian's libdnnl-dev) and not Eigen: Eigen's bfloat16 products convert each entry back to
+// float and run at float speed; oneDNN dispatches at run time to the CPU's bf16 instructions — AMX tiles
+// (Sapphire Rapids; oneDNN asks the kernel for the AMX permission itself) or AVX512-BF16 dot products
+// (Zen 4) — and falls back to float arithmetic elsewhere. Measured on this project's 2-core Xeon (AMX),
+// one thread, 512–4096 rows: oneDNN bf16 570–1000 GFLOP/s against Eigen float32 125–145 GFLOP/s
+// (bench/run_train_bench.sh measures it again beside the training benchmark).
+//
+// oneDNN is optional: without it (SINKSCOPE_HAVE_ONEDNN undefined) bf16_matmul_available() is false and
+// a bf16 product throws an Error saying how to get it. The CMake target defines the macro and links
+// DNNL::dnnl when find_package(dnnl) succeeds; a project that includes the headers does the same.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "sinkscope/core/error.hpp"
+
+#ifdef SINKSCOPE_HAVE_ONEDNN
+#include <map>
+#include <memory>
+#include <tuple>
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace sinkscope::model {
+
+// The arithmetic of the float32 products of the linear layers on the calling thread (layers/linear.hpp):
+// float32, or bf16 inputs with float32 accumulation. Thread-local, like PyTorch's autocast: set it with
+// a ScopedMatmulPrecision in each thread that should compute in bf16 (the Trainer does so in its
+// workers); products in double are never affected (gradient checks stay exact).
+enum class MatmulPrecision { float32, bf16 };
+
+inline MatmulPrecision& matmul_precision_slot() {
+    thread_local MatmulPrecision p = MatmulPrecision::float32;
+    return p;
+}
+inline MatmulPrecision matmul_precision() { return matmul_precision_slot(); }
+
+class ScopedMatmulPrecision {
+public:
+    explicit ScopedMatmulPrecision(MatmulPrecision p) : saved_(matmul_precision_slot()) { matmul_precision_slot() = p; }
+    ~ScopedMatmulPrecision() { matmul_precision_slot() = saved_; }
+    ScopedMatmulPrecision(const ScopedMatmulPrecision&) = delete;
+    ScopedMatmulPrecision& operator=(const ScopedMatmulPrecision&) = delete;
+
+private:
+    MatmulPrecision saved_;
+};
+
+inline const char* to_string(MatmulPrecision p) { return p == MatmulPrecision::bf16 ? "bf16" : "float32"; }
+
+// float → bfloat16 bits, round to nearest even (NaN stays a quiet NaN).
+inline std::uint16_t to_bf16_bits(float f) {
+    std::uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return std::uint16_t((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return std::uint16_t(u >> 16);
+}
+inline float from_bf16_bits(std::uint16_t b) {
+    const std::uint32_t u = std::uint32_t(b) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+
+inline bool bf16_matmul_available() {
+#ifdef SINKSCOPE_HAVE_ONEDNN
+    return true;
+#else
+    return false;
+#endif
+}
+
+// A strided float matrix: entry (i, j) at data[i·row_stride + j·col_stride]. A transpose swaps the strides.
+struct MatrixRef {
+    const float* data;
+    std::int64_t rows, cols, row_stride, col_stride;
+    MatrixRef transposed() const { return {data, cols, rows, col_stride, row_stride}; }
+};
+template <class M>
+MatrixRef matrix_ref(const M& m) {
+    return {m.data(), std::int64_t(m.rows()), std::int64_t(m.cols()), std::int64_t(m.rowStride()), std::int64_t(m.colStride())};
+}
+
+namespace detail {
+
+// Packs a (rows × cols) strided float matrix into row-major bf16.
+inline void pack_bf16(std::vector<std::uint16_t>& out, const MatrixRef& m) {
+    out.resize(std::size_t(m.rows * m.cols));
+    std::uint16_t* o = out.data();
+    if (m.col_stride == 1) {
+        for (std::int64_t i = 0; i < m.rows; ++i) {
+            const float* r = m.data + i * m.row_stride;
+            for (std::int64_t j = 0; j < m.cols; ++j) o[i * m.cols + j] = to_bf16_bits(r[j]);
+        }
+    } else {
+        for (std::int64_t i = 0; i < m.rows; ++i)
+            for (std::int64_t j = 0; j < m.cols; ++j) o[i * m.cols + j] = to_bf16_bits(m.data[i * m.row_stride + j * m.col_stride]);
+    }
+}
+
+#ifdef SINKSCOPE_HAVE_ONEDNN
+struct OneDnn {
+    dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+    dnnl::stream stream{engine};
+    // Primitives by (M, N, K, ldc, accumulate): creating one costs tens of µs, as much as a small product.
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>, dnnl::matmul> cache;
+    std::vector<std::uint16_t> a, b;
+};
+inline OneDnn& onednn() {
+    thread_local OneDnn o;
+    return o;
+}
+#endif
+
+}  // namespace detail
+
+// C (M × N, row-major float, contiguous rows of stride ldc ≥ N) = / += A (M × K) · B (K × N), A and B
+// rounded to bf16 (see the top of this file).
+inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const MatrixRef& B, bool accumulate) {
+    require(A.cols == B.rows, "bf16_matmul: inner dimensions differ (" + std::to_string(A.cols) + " and " +
+                                  std::to_string(B.rows) + ")");
+    const std::int64_t M = A.rows, N = B.cols, K = A.cols;
+    if (M == 0 || N == 0) return;
+#ifdef SINKSCOPE_HAVE_ONEDNN
+    using dnnl::memory;
+    detail::OneDnn& o = detail::onednn();
+    if (K == 0) {
+        if (!accumulate)
+            for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+        return;
+    }
+    detail::pack_bf16(o.a, A);
+    detail::pack_bf16(o.b, B);
+    const memory::desc ad({M, K}, memory::data_type::bf16, memory::dims{K, 1});
+    const memory::desc bd({K, N}, memory::data_type::bf16, memory::dims{N, 1});
+    const memory::desc cd({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
+    const auto key = std::make_tuple(M, N, K, ldc, accumulate);
+    auto it = o.cache.find(key);
+    if (it == o.cache.end()) {
+        dnnl::primitive_attr attr;
+        if (accumulate) {
+            dnnl::post_ops ops;
+            ops.append_sum(1.0f);
+            attr.set_post_ops(ops);
+        }
+        // oneDNN 2.x: operation descriptor, then primitive descriptor (the 3.x API folds them together).
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, o.engine);
+        it = o.cache.emplace(key, dnnl::matmul(pd)).first;
+    }
+    memory am(ad, o.engine, o.a.data()), bm(bd, o.engine, o.b.data()), cm(cd, o.engine, C);
+    it->second.execute(o.stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    o.stream.wait();
+#else
+    (void)C; (void)ldc; (void)accumulate; (void)K;
+    throw Error("bf16 products need oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild; "
+                "this build has only float32 products");
+#endif
+}
+
+}  // namespace sinkscope::model

@@ -1,0 +1,176 @@
+// bf16 products (layers/bf16_matmul.hpp) against the same product in double.
+//
+// Bound, per entry, with S = Σₖ |Aᵢₖ||Bₖⱼ| (the header derives it): rounding each input to bf16 moves it by
+// at most 2⁻⁸ of itself (8 significant bits), so
+//   |C̃ − C| ≤ (2⁻⁷ + 2⁻¹⁶ + K·2⁻²⁴·(1 + 2⁻⁸)²) · S.
+// Besides the bound, the tests check that the inputs really are rounded (a float32 product would pass the
+// bound, so a second check requires the error of random inputs to exceed float32's own bound K·2⁻²⁴·S
+// somewhere), that inputs already in bf16 give float32's result, and that the thread-local switch
+// routes linear_forward / linear_backward through it and is restored.
+#include <catch2/catch.hpp>
+
+#include <sinkscope/layers/bf16_matmul.hpp>
+#include <sinkscope/layers/linear.hpp>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "seeded_property.hpp"
+
+using namespace sinkscope;
+using namespace sinkscope::model;
+
+namespace {
+
+using MatF = Mat<float>;
+using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+double bound_factor(std::int64_t K) {
+    const double u = std::ldexp(1.0, -24);
+    return std::ldexp(1.0, -7) + std::ldexp(1.0, -16) + double(K) * u * std::pow(1 + std::ldexp(1.0, -8), 2);
+}
+
+// The largest |C̃ − C| / S over the entries, and whether some entry's error exceeds float32's own bound.
+struct Errors { double worst_ratio = 0; bool beyond_float32 = false; };
+Errors errors(const MatF& got, const MatF& A, const MatF& B) {
+    const MatD exact = A.cast<double>() * B.cast<double>();
+    const MatD S = A.cast<double>().cwiseAbs() * B.cast<double>().cwiseAbs();
+    Errors e;
+    const double f32 = double(A.cols() + 2) * std::ldexp(1.0, -24);
+    for (Eigen::Index i = 0; i < got.rows(); ++i)
+        for (Eigen::Index j = 0; j < got.cols(); ++j) {
+            const double d = std::abs(double(got(i, j)) - exact(i, j));
+            if (S(i, j) > 0) e.worst_ratio = std::max(e.worst_ratio, d / S(i, j));
+            else if (d > 0) e.worst_ratio = INFINITY;
+            if (d > f32 * S(i, j)) e.beyond_float32 = true;
+        }
+    return e;
+}
+
+MatF random_matrix(std::mt19937_64& rng, std::int64_t r, std::int64_t c, double scale_spread) {
+    std::normal_distribution<float> g;
+    std::uniform_real_distribution<double> e(-scale_spread, scale_spread);
+    MatF m(r, c);
+    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = g(rng) * float(std::exp2(e(rng)));
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 rounding is round-to-nearest-even", "[model]") {
+    CHECK(from_bf16_bits(to_bf16_bits(1.0f)) == 1.0f);
+    // 1 + 2⁻⁸ is halfway between 1 and 1 + 2⁻⁷: ties go to the even significand, 1.
+    CHECK(from_bf16_bits(to_bf16_bits(1.0f + std::ldexp(1.0f, -8))) == 1.0f);
+    // 1 + 3·2⁻⁸ is halfway between 1 + 2⁻⁷ and 1 + 2⁻⁶: even is 1 + 2⁻⁶.
+    CHECK(from_bf16_bits(to_bf16_bits(1.0f + 3 * std::ldexp(1.0f, -8))) == 1.0f + std::ldexp(1.0f, -6));
+    CHECK(from_bf16_bits(to_bf16_bits(1.0f + 3 * std::ldexp(1.0f, -9))) == 1.0f + std::ldexp(1.0f, -7));
+    CHECK(std::isnan(from_bf16_bits(to_bf16_bits(NAN))));
+    CHECK(std::isinf(from_bf16_bits(to_bf16_bits(INFINITY))));
+    CHECK(from_bf16_bits(to_bf16_bits(-2.5f)) == -2.5f);
+}
+
+TEST_CASE("bf16 products stay within the rounding bound and do round their inputs", "[model][property]") {
+    if (!bf16_matmul_available()) { WARN("built without oneDNN: no bf16 products to test"); return; }
+    test::check_property("bf16_matmul: |C̃ − C| ≤ (2⁻⁷ + 2⁻¹⁶ + K·2⁻²⁴(1+2⁻⁸)²) Σ|A||B|", [] {
+        const auto M = *rc::gen::inRange<std::int64_t>(1, 40);
+        const auto N = *rc::gen::inRange<std::int64_t>(1, 40);
+        const auto K = *rc::gen::inRange<std::int64_t>(1, 300);
+        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
+        const double spread = *rc::gen::element(0.0, 4.0, 20.0);  // magnitudes over 2^±spread
+        const bool accumulate = *rc::gen::arbitrary<bool>();
+        const bool transposed_b = *rc::gen::arbitrary<bool>();
+        std::mt19937_64 rng(seed);
+        const MatF A = random_matrix(rng, M, K, spread);
+        const MatF B = random_matrix(rng, K, N, spread);
+        const MatF Bt = B.transpose();
+        const MatF C0 = random_matrix(rng, M, N, 0);
+        MatF C = accumulate ? C0 : MatF::Constant(M, N, NAN);  // without accumulate, whatever C held is overwritten
+        bf16_matmul(C.data(), N, matrix_ref(A), transposed_b ? matrix_ref(Bt).transposed() : matrix_ref(B), accumulate);
+        // C₀ + C: one more float32 rounding of the sum, ≤ 2⁻²⁴ (|C₀| + S) (and the product's own bound).
+        const MatD exact = A.cast<double>() * B.cast<double>() + (accumulate ? MatD(C0.cast<double>()) : MatD::Zero(M, N));
+        const MatD S = A.cast<double>().cwiseAbs() * B.cast<double>().cwiseAbs();
+        for (Eigen::Index i = 0; i < M; ++i)
+            for (Eigen::Index j = 0; j < N; ++j) {
+                const double allowed = bound_factor(K) * S(i, j) +
+                                       (accumulate ? std::ldexp(1.0, -24) * (std::abs(double(C0(i, j))) + 2 * S(i, j)) : 0.0);
+                RC_ASSERT(std::abs(double(C(i, j)) - exact(i, j)) <= allowed);
+            }
+    }, 200, 20261201);
+
+    // Random inputs are not bf16 numbers: a product that skipped the rounding would stay within float32's
+    // bound everywhere. Here it must not.
+    std::mt19937_64 rng(7);
+    const MatF A = random_matrix(rng, 16, 64, 0), B = random_matrix(rng, 64, 16, 0);
+    MatF C(16, 16);
+    bf16_matmul(C.data(), 16, matrix_ref(A), matrix_ref(B), false);
+    const Errors e = errors(C, A, B);
+    INFO("worst |C̃ − C| / Σ|A||B| = " << e.worst_ratio);
+    CHECK(e.beyond_float32);
+    CHECK(e.worst_ratio > std::ldexp(1.0, -12));
+}
+
+TEST_CASE("bf16 products of bf16 numbers are float32 products (adversarial cancellation)", "[model]") {
+    if (!bf16_matmul_available()) { WARN("built without oneDNN: no bf16 products to test"); return; }
+    // Integers below 256 are bf16 numbers; products and sums of these stay exact in float32 (< 2^24),
+    // including the cancellations (big positive and negative terms) that rounding the inputs would expose.
+    std::mt19937_64 rng(3);
+    std::uniform_int_distribution<int> small(-255, 255);
+    const std::int64_t M = 33, N = 17, K = 200;
+    MatF A(M, K), B(K, N);
+    for (Eigen::Index i = 0; i < A.size(); ++i) A.data()[i] = float(small(rng));
+    for (Eigen::Index i = 0; i < B.size(); ++i) B.data()[i] = float(small(rng));
+    A.col(0).setConstant(255.0f);
+    B.row(0).setConstant(-255.0f);  // a large negative term in every entry
+    MatF C(M, N);
+    bf16_matmul(C.data(), N, matrix_ref(A), matrix_ref(B), false);
+    const MatD exact = A.cast<double>() * B.cast<double>();
+    CHECK((C.cast<double>() - exact).cwiseAbs().maxCoeff() == 0.0);
+    // Zero columns: K = 0 gives zeros (or leaves an accumulated C alone).
+    MatF Z = MatF::Constant(2, 3, 5.0f);
+    const MatF empty_a(2, 0), empty_b(0, 3);
+    bf16_matmul(Z.data(), 3, matrix_ref(empty_a), matrix_ref(empty_b), true);
+    CHECK(Z.maxCoeff() == 5.0f);
+    bf16_matmul(Z.data(), 3, matrix_ref(empty_a), matrix_ref(empty_b), false);
+    CHECK(Z.cwiseAbs().maxCoeff() == 0.0f);
+}
+
+TEST_CASE("MatmulPrecision::bf16 routes the linear layer through bf16 products, on this thread only", "[model]") {
+    if (!bf16_matmul_available()) { WARN("built without oneDNN: no bf16 products to test"); return; }
+    std::mt19937_64 rng(11);
+    const MatF x = random_matrix(rng, 9, 48, 0), W = random_matrix(rng, 20, 48, 0), dout = random_matrix(rng, 9, 20, 0);
+    const Vec<float> b = random_matrix(rng, 20, 1, 0);
+    MatF y32, y16;
+    linear_forward(y32, x, W, b);
+    {
+        const ScopedMatmulPrecision bf16(MatmulPrecision::bf16);
+        CHECK(matmul_precision() == MatmulPrecision::bf16);
+        // Another thread keeps float32 (the setting is thread-local, like torch.autocast).
+        MatmulPrecision other = MatmulPrecision::bf16;
+        std::thread([&] { other = matmul_precision(); }).join();
+        CHECK(other == MatmulPrecision::float32);
+        linear_forward(y16, x, W, b);
+        MatF direct(9, 20);
+        bf16_matmul(direct.data(), 20, matrix_ref(x), matrix_ref(W).transposed(), false);
+        direct.rowwise() += b.transpose();
+        CHECK(y16 == direct);
+        // Backward: dweight += doutᵀ x and dinp += dout W, both through bf16 products, accumulating.
+        MatF dW = MatF::Constant(20, 48, 1.0f), dx = MatF::Constant(9, 48, -1.0f);
+        Vec<float> db = Vec<float>::Zero(20);
+        train::linear_backward(&dx, dW, &db, dout, x, W);
+        MatF dW_ref = MatF::Constant(20, 48, 1.0f), dx_ref = MatF::Constant(9, 48, -1.0f);
+        bf16_matmul(dW_ref.data(), 48, matrix_ref(dout).transposed(), matrix_ref(x), true);
+        bf16_matmul(dx_ref.data(), 48, matrix_ref(dout), matrix_ref(W), true);
+        CHECK(dW == dW_ref);
+        CHECK(dx == dx_ref);
+        CHECK((db - dout.colwise().sum().transpose()).cwiseAbs().maxCoeff() == 0.0f);
+    }
+    CHECK(matmul_precision() == MatmulPrecision::float32);
+    CHECK(y16 != y32);  // the switch made a difference …
+    CHECK((y16 - y32).cwiseAbs().maxCoeff() < 0.05f * (x.cwiseAbs() * W.transpose().cwiseAbs()).maxCoeff());  // … of bf16's size
+    // double never changes: gradient checks stay exact under the switch.
+    const ScopedMatmulPrecision bf16(MatmulPrecision::bf16);
+    Mat<double> yd, yd_ref = x.cast<double>() * W.cast<double>().transpose();
+    linear_forward(yd, Mat<double>(x.cast<double>()), Mat<double>(W.cast<double>()), Vec<double>());
+    CHECK((yd - yd_ref).cwiseAbs().maxCoeff() < 1e-12);
+}
