@@ -1,9 +1,10 @@
 // Benchmark: training tokens/s of a Llama-style model (d 256, 4 layers, 4 heads, SwiGLU 688, T 256,
 // batch 8, vocab 512; RMSNorm pre-norm, RoPE, tied head) with AdamW + clipping, and the machine's
-// single-precision GEMM FLOP/s (Eigen, large square, same threads) to put it in proportion.
+// GEMM FLOP/s in the run's precision (float32: Eigen; bf16: model::bf16_matmul, oneDNN; large square,
+// same threads) to put it in proportion.
 // The peer (bench/bench_train_torch.py, the same model and optimizer in PyTorch) is run by
 // bench/run_train_bench.sh in the same session, which prints the ratios.
-//   usage: bench_train [steps=6] [threads=0] [parallel=sequences|gemm] [gemm_n=2048]
+//   usage: bench_train [steps=6] [threads=0] [parallel=sequences|gemm] [gemm_n=2048] [precision=float32|bf16]
 // Prints one JSON line: tokens_per_s (median step), step_s, model_gflop_per_step, achieved_gflops,
 // gemm_gflops, fraction_of_gemm, peak_rss_mb, and the settings.
 #include <sys/resource.h>
@@ -49,6 +50,18 @@ double gemm_gflops(int n, int reps) {
     return 2.0 * double(n) * n * n / best / 1e9;
 }
 
+// The same square product with bf16 inputs (oneDNN), conversion of both inputs included as in training.
+double gemm_gflops_bf16(int n, int reps) {
+    model::Mat<float> a = model::Mat<float>::Random(n, n), b = model::Mat<float>::Random(n, n), c(n, n);
+    double best = 1e30;
+    for (int r = 0; r < reps + 1; ++r) {  // the first call creates the primitive
+        const auto t0 = clock_type::now();
+        model::bf16_matmul(c.data(), n, model::matrix_ref(a), model::matrix_ref(b), false);
+        if (r) best = std::min(best, std::chrono::duration<double>(clock_type::now() - t0).count());
+    }
+    return 2.0 * double(n) * n * n / best / 1e9;
+}
+
 int main(int argc, char** argv) {
 #if defined(__GLIBC__)
     // Training allocates and frees the same large activation buffers every step; keep them in the heap
@@ -60,6 +73,7 @@ int main(int argc, char** argv) {
     const int threads = argc > 2 ? std::stoi(argv[2]) : 0;
     const std::string parallel = argc > 3 ? argv[3] : "sequences";
     const int gemm_n = argc > 4 ? std::stoi(argv[4]) : 2048;
+    const std::string precision = argc > 5 ? argv[5] : "float32";
     try {
         train::TrainConfig t;
         model::Config& c = t.model;
@@ -73,6 +87,8 @@ int main(int argc, char** argv) {
         t.optim.lr = 1e-3; t.optim.warmup_steps = 0; t.optim.total_steps = steps + 1;
         t.threads = threads;
         t.parallel = parallel == "gemm" ? train::Parallelism::gemm : train::Parallelism::sequences;
+        if (precision != "float32" && precision != "bf16") throw Error("precision must be float32 or bf16");
+        t.precision = precision == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
         train::Trainer<float> tr(t, train::make_data(t.task));
         std::vector<double> times;
         double loss = 0;
@@ -90,11 +106,14 @@ int main(int argc, char** argv) {
         const int nthreads = 1;
 #endif
         Eigen::setNbThreads(nthreads);
-        const double gemm = gemm_gflops(gemm_n, 3);
+#ifdef _OPENMP
+        omp_set_num_threads(nthreads);  // the trainer may have set one thread for its sequence workers
+#endif
+        const double gemm = precision == "bf16" ? gemm_gflops_bf16(gemm_n, 3) : gemm_gflops(gemm_n, 3);
         rusage ru{};
         getrusage(RUSAGE_SELF, &ru);
         const nlohmann::json out = {
-            {"impl", "sinkscope"}, {"threads", nthreads}, {"parallel", parallel}, {"steps", steps},
+            {"impl", "sinkscope"}, {"precision", precision}, {"threads", nthreads}, {"parallel", parallel}, {"steps", steps},
             {"tokens_per_step", T * t.batch}, {"step_s", step_s}, {"tokens_per_s", double(T * t.batch) / step_s},
             {"model_gflop_per_step", flops / 1e9}, {"achieved_gflops", flops / step_s / 1e9}, {"gemm_n", gemm_n},
             {"gemm_gflops", gemm}, {"fraction_of_gemm", flops / step_s / 1e9 / gemm},

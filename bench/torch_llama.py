@@ -80,11 +80,14 @@ def model_and_optimizer(attn="sdpa", device="cpu"):
     return model, opt
 
 
-def train_step(model, opt, batch):
-    """One AdamW step on a (B, T + 1) token batch: next-token cross-entropy, global-norm clipping at 1."""
+def train_step(model, opt, batch, bf16=False):
+    """One AdamW step on a (B, T + 1) token batch: next-token cross-entropy, global-norm clipping at 1.
+    bf16: forward and loss under CPU autocast to bfloat16 (PyTorch's mixed precision: float32 master
+    weights; linear layers, matmuls and attention in bf16; the backward follows the forward's types)."""
     opt.zero_grad(set_to_none=True)
-    logits = model(batch[:, :-1])
-    loss = F.cross_entropy(logits.reshape(-1, V), batch[:, 1:].reshape(-1))
+    with torch.autocast(device_type=batch.device.type, dtype=torch.bfloat16, enabled=bf16):
+        logits = model(batch[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, V).float(), batch[:, 1:].reshape(-1))
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     opt.step()

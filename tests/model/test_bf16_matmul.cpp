@@ -13,6 +13,7 @@
 #include <sinkscope/layers/linear.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -68,6 +69,28 @@ TEST_CASE("bf16 rounding is round-to-nearest-even", "[model]") {
     CHECK(std::isnan(from_bf16_bits(to_bf16_bits(NAN))));
     CHECK(std::isinf(from_bf16_bits(to_bf16_bits(INFINITY))));
     CHECK(from_bf16_bits(to_bf16_bits(-2.5f)) == -2.5f);
+}
+
+TEST_CASE("the vector conversion to bf16 equals the scalar rounding, bit for bit, outside the subnormals", "[model]") {
+    std::mt19937_64 rng(5);
+    std::vector<float> in;
+    for (int i = 0; i < 100000; ++i) {
+        std::uint32_t u = std::uint32_t(rng());
+        if (i % 3 == 0) u = (u & 0xffff0000u) | 0x8000u;  // exact ties
+        float f;
+        std::memcpy(&f, &u, 4);
+        if (std::fpclassify(f) == FP_SUBNORMAL) continue;  // vcvtneps2bf16 treats them as zero
+        in.push_back(f);
+    }
+    std::vector<std::uint16_t> out(in.size());
+    detail::convert_bf16(out.data(), in.data(), std::int64_t(in.size()));
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        const std::uint16_t want = to_bf16_bits(in[i]);
+        const bool both_nan = std::isnan(in[i]) && ((out[i] & 0x7f80u) == 0x7f80u) && (out[i] & 0x7fu);
+        mismatches += out[i] != want && !both_nan;
+    }
+    CHECK(mismatches == 0);
 }
 
 TEST_CASE("bf16 products stay within the rounding bound and do round their inputs", "[model][property]") {

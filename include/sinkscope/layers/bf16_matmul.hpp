@@ -31,6 +31,9 @@
 
 #include "sinkscope/core/error.hpp"
 
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #ifdef SINKSCOPE_HAVE_ONEDNN
 #include <map>
 #include <memory>
@@ -101,18 +104,33 @@ MatrixRef matrix_ref(const M& m) {
 
 namespace detail {
 
-// Packs a (rows × cols) strided float matrix into row-major bf16.
-inline void pack_bf16(std::vector<std::uint16_t>& out, const MatrixRef& m) {
+// n floats → bf16 bits (round to nearest even). With AVX512-BF16, 16 at a time: vcvtneps2bf16 rounds to
+// nearest even too and keeps NaNs NaN, but reads subnormal inputs (|x| < 2⁻¹²⁶) as zero; elsewhere it
+// gives to_bf16_bits' bits (tests/model/test_bf16_matmul.cpp).
+inline void convert_bf16(std::uint16_t* out, const float* in, std::int64_t n) {
+    std::int64_t i = 0;
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    for (; i + 16 <= n; i += 16) {
+        const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + i));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), reinterpret_cast<const __m256i&>(h));
+    }
+#endif
+    for (; i < n; ++i) out[i] = to_bf16_bits(in[i]);
+}
+
+// Packs a strided float matrix into bf16 in the order its rows or its columns are stored, so that the
+// conversion reads memory in sequence; `transposed` says which: false → row-major (rows × cols),
+// true → column-major (the transpose of a row-major matrix, e.g. Wᵀ or doutᵀ).
+inline void pack_bf16(std::vector<std::uint16_t>& out, const MatrixRef& m, bool& transposed) {
     out.resize(std::size_t(m.rows * m.cols));
-    std::uint16_t* o = out.data();
-    if (m.col_stride == 1) {
-        for (std::int64_t i = 0; i < m.rows; ++i) {
-            const float* r = m.data + i * m.row_stride;
-            for (std::int64_t j = 0; j < m.cols; ++j) o[i * m.cols + j] = to_bf16_bits(r[j]);
-        }
-    } else {
-        for (std::int64_t i = 0; i < m.rows; ++i)
-            for (std::int64_t j = 0; j < m.cols; ++j) o[i * m.cols + j] = to_bf16_bits(m.data[i * m.row_stride + j * m.col_stride]);
+    transposed = m.col_stride != 1 && m.row_stride == 1;
+    const std::int64_t outer = transposed ? m.cols : m.rows, inner = transposed ? m.rows : m.cols;
+    const std::int64_t outer_stride = transposed ? m.col_stride : m.row_stride, inner_stride = transposed ? 1 : m.col_stride;
+    for (std::int64_t i = 0; i < outer; ++i) {
+        const float* r = m.data + i * outer_stride;
+        std::uint16_t* o = out.data() + i * inner;
+        if (inner_stride == 1) convert_bf16(o, r, inner);
+        else for (std::int64_t j = 0; j < inner; ++j) o[j] = to_bf16_bits(r[j * inner_stride]);
     }
 }
 
@@ -120,8 +138,8 @@ inline void pack_bf16(std::vector<std::uint16_t>& out, const MatrixRef& m) {
 struct OneDnn {
     dnnl::engine engine{dnnl::engine::kind::cpu, 0};
     dnnl::stream stream{engine};
-    // Primitives by (M, N, K, ldc, accumulate): creating one costs tens of µs, as much as a small product.
-    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool>, dnnl::matmul> cache;
+    // Primitives by (M, N, K, ldc, accumulate, A transposed, B transposed): creating one costs tens of µs, as much as a small product.
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, bool>, dnnl::matmul> cache;
     std::vector<std::uint16_t> a, b;
 };
 inline OneDnn& onednn() {
@@ -147,12 +165,14 @@ inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const Ma
             for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
         return;
     }
-    detail::pack_bf16(o.a, A);
-    detail::pack_bf16(o.b, B);
-    const memory::desc ad({M, K}, memory::data_type::bf16, memory::dims{K, 1});
-    const memory::desc bd({K, N}, memory::data_type::bf16, memory::dims{N, 1});
+    bool at = false, bt = false;
+    detail::pack_bf16(o.a, A, at);
+    detail::pack_bf16(o.b, B, bt);
+    // A packed transposed is column-major: entry (i, k) at i + k·M; likewise B.
+    const memory::desc ad({M, K}, memory::data_type::bf16, at ? memory::dims{1, M} : memory::dims{K, 1});
+    const memory::desc bd({K, N}, memory::data_type::bf16, bt ? memory::dims{1, K} : memory::dims{N, 1});
     const memory::desc cd({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
-    const auto key = std::make_tuple(M, N, K, ldc, accumulate);
+    const auto key = std::make_tuple(M, N, K, ldc, accumulate, at, bt);
     auto it = o.cache.find(key);
     if (it == o.cache.end()) {
         dnnl::primitive_attr attr;
