@@ -197,3 +197,30 @@ TEST_CASE("MatmulPrecision::bf16 routes the linear layer through bf16 products, 
     linear_forward(yd, Mat<double>(x.cast<double>()), Mat<double>(W.cast<double>()), Vec<double>());
     CHECK((yd - yd_ref).cwiseAbs().maxCoeff() < 1e-12);
 }
+
+TEST_CASE("bf16 weight copies are reused within an epoch, for W and Wᵀ alike, and renewed in the next", "[model]") {
+    if (!bf16_matmul_available()) { WARN("built without oneDNN: no bf16 products to test"); return; }
+    std::mt19937_64 rng(13);
+    const MatF x = random_matrix(rng, 7, 24, 0), dout = random_matrix(rng, 7, 10, 0);
+    MatF W = random_matrix(rng, 10, 24, 0);
+    auto products = [&](bool weight) {  // y = x Wᵀ, then dinp = dout W: one copy serves both
+        MatF y(7, 10), d(7, 24);
+        bf16_matmul(y.data(), 10, matrix_ref(x), matrix_ref(W).transposed(), false, weight);
+        bf16_matmul(d.data(), 24, matrix_ref(dout), matrix_ref(W), false, weight);
+        return std::make_pair(y, d);
+    };
+    const ScopedMatmulPrecision outer(MatmulPrecision::bf16);
+    const auto fresh = products(false), cached = products(true), again = products(true);
+    CHECK(cached.first == fresh.first);
+    CHECK(cached.second == fresh.second);
+    CHECK(again.first == fresh.first);
+    CHECK(again.second == fresh.second);
+    W *= 2.0f;  // a weight update: the same epoch still sees the old copy (the documented contract) …
+    CHECK(products(true).first == fresh.first);
+    {
+        const ScopedMatmulPrecision next(MatmulPrecision::bf16);  // … a new epoch converts again
+        const auto renewed = products(true);
+        CHECK(renewed.first == MatF(2.0f * fresh.first));  // doubling is exact in bf16 and float
+        CHECK(renewed.second == MatF(2.0f * fresh.second));
+    }
+}

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -47,23 +48,40 @@ namespace sinkscope::model {
 // float32, or bf16 inputs with float32 accumulation. Thread-local, like PyTorch's autocast: set it with
 // a ScopedMatmulPrecision in each thread that should compute in bf16 (the Trainer does so in its
 // workers); products in double are never affected (gradient checks stay exact).
+//
+// Weight epochs: a product whose right operand is a weight matrix (linear_forward's Wᵀ, the backward's W)
+// reuses that matrix's bf16 copy made earlier on this thread in the same epoch, instead of converting it
+// again for every sequence (with AMX the conversion costs about as much as the product itself at a few
+// hundred rows). Each ScopedMatmulPrecision opens a fresh epoch unless given one: weights must not
+// change while one epoch lasts. The Trainer names one epoch per step (weights change only between steps).
 enum class MatmulPrecision { float32, bf16 };
 
-inline MatmulPrecision& matmul_precision_slot() {
-    thread_local MatmulPrecision p = MatmulPrecision::float32;
-    return p;
+struct MatmulSetting {
+    MatmulPrecision precision = MatmulPrecision::float32;
+    std::uint64_t epoch = 0;  // 0: no reuse of bf16 weight copies
+};
+inline MatmulSetting& matmul_setting_slot() {
+    thread_local MatmulSetting s;
+    return s;
 }
-inline MatmulPrecision matmul_precision() { return matmul_precision_slot(); }
+inline MatmulPrecision matmul_precision() { return matmul_setting_slot().precision; }
+// A number no epoch has had in this process.
+inline std::uint64_t new_matmul_epoch() {
+    static std::atomic<std::uint64_t> next{1};
+    return next.fetch_add(1);
+}
 
 class ScopedMatmulPrecision {
 public:
-    explicit ScopedMatmulPrecision(MatmulPrecision p) : saved_(matmul_precision_slot()) { matmul_precision_slot() = p; }
-    ~ScopedMatmulPrecision() { matmul_precision_slot() = saved_; }
+    explicit ScopedMatmulPrecision(MatmulPrecision p, std::uint64_t epoch = 0) : saved_(matmul_setting_slot()) {
+        matmul_setting_slot() = {p, epoch != 0 ? epoch : new_matmul_epoch()};
+    }
+    ~ScopedMatmulPrecision() { matmul_setting_slot() = saved_; }
     ScopedMatmulPrecision(const ScopedMatmulPrecision&) = delete;
     ScopedMatmulPrecision& operator=(const ScopedMatmulPrecision&) = delete;
 
 private:
-    MatmulPrecision saved_;
+    MatmulSetting saved_;
 };
 
 inline const char* to_string(MatmulPrecision p) { return p == MatmulPrecision::bf16 ? "bf16" : "float32"; }
@@ -141,6 +159,10 @@ struct OneDnn {
     // Primitives by (M, N, K, ldc, accumulate, A transposed, B transposed): creating one costs tens of µs, as much as a small product.
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, bool>, dnnl::matmul> cache;
     std::vector<std::uint16_t> a, b;
+    // bf16 copies of weight operands in the current epoch, by address (cleared when the epoch changes).
+    struct WeightCopy { MatrixRef source; bool transposed; std::vector<std::uint16_t> bits; };
+    std::uint64_t epoch = 0;
+    std::map<const float*, WeightCopy> weights;
 };
 inline OneDnn& onednn() {
     thread_local OneDnn o;
@@ -151,8 +173,10 @@ inline OneDnn& onednn() {
 }  // namespace detail
 
 // C (M × N, row-major float, contiguous rows of stride ldc ≥ N) = / += A (M × K) · B (K × N), A and B
-// rounded to bf16 (see the top of this file).
-inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const MatrixRef& B, bool accumulate) {
+// rounded to bf16 (see the top of this file). b_is_weight: B is a weight matrix that does not change in
+// the thread's current epoch (ScopedMatmulPrecision), so its bf16 copy may be kept and reused.
+inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const MatrixRef& B, bool accumulate,
+                        bool b_is_weight = false) {
     require(A.cols == B.rows, "bf16_matmul: inner dimensions differ (" + std::to_string(A.cols) + " and " +
                                   std::to_string(B.rows) + ")");
     const std::int64_t M = A.rows, N = B.cols, K = A.cols;
@@ -167,7 +191,25 @@ inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const Ma
     }
     bool at = false, bt = false;
     detail::pack_bf16(o.a, A, at);
-    detail::pack_bf16(o.b, B, bt);
+    const std::uint16_t* b_bits = nullptr;
+    const std::uint64_t epoch = matmul_setting_slot().epoch;
+    if (b_is_weight && epoch != 0) {
+        if (o.epoch != epoch) { o.weights.clear(); o.epoch = epoch; }
+        // The copy holds the matrix in its storage order, so W and Wᵀ (forward and backward) share it.
+        auto same = [](const MatrixRef& x, const MatrixRef& y) {
+            return x.rows == y.rows && x.cols == y.cols && x.row_stride == y.row_stride && x.col_stride == y.col_stride;
+        };
+        auto& copy = o.weights[B.data];
+        if (copy.bits.empty() || !(same(copy.source, B) || same(copy.source.transposed(), B))) {
+            copy.source = B;
+            detail::pack_bf16(copy.bits, B, copy.transposed);
+        }
+        bt = same(copy.source, B) ? copy.transposed : !copy.transposed;
+        b_bits = copy.bits.data();
+    } else {
+        detail::pack_bf16(o.b, B, bt);
+        b_bits = o.b.data();
+    }
     // A packed transposed is column-major: entry (i, k) at i + k·M; likewise B.
     const memory::desc ad({M, K}, memory::data_type::bf16, at ? memory::dims{1, M} : memory::dims{K, 1});
     const memory::desc bd({K, N}, memory::data_type::bf16, bt ? memory::dims{1, K} : memory::dims{N, 1});
@@ -185,11 +227,11 @@ inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const Ma
         const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, o.engine);
         it = o.cache.emplace(key, dnnl::matmul(pd)).first;
     }
-    memory am(ad, o.engine, o.a.data()), bm(bd, o.engine, o.b.data()), cm(cd, o.engine, C);
+    memory am(ad, o.engine, o.a.data()), bm(bd, o.engine, const_cast<std::uint16_t*>(b_bits)), cm(cd, o.engine, C);
     it->second.execute(o.stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
     o.stream.wait();
 #else
-    (void)C; (void)ldc; (void)accumulate; (void)K;
+    (void)C; (void)ldc; (void)accumulate; (void)K; (void)b_is_weight;
     throw Error("bf16 products need oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild; "
                 "this build has only float32 products");
 #endif

@@ -34,7 +34,7 @@ void linear_forward(Mat<T>& y, const Mat<T>& x, const Mat<T>& W, const Vec<T>& b
     if constexpr (std::is_same_v<T, float>) {
         if (products_in_bf16<T>()) {
             y.resize(x.rows(), W.rows());
-            bf16_matmul(y.data(), y.cols(), matrix_ref(x), matrix_ref(W).transposed(), false);
+            bf16_matmul(y.data(), y.cols(), matrix_ref(x), matrix_ref(W).transposed(), false, true);
             if (b.size()) y.rowwise() += b.transpose();
             return;
         }
@@ -61,7 +61,7 @@ void linear_backward(Mat<T>* dinp, Mat<T>& dweight, Vec<T>* dbias, const Mat<T>&
         if (model::products_in_bf16<T>()) {
             model::bf16_matmul(dweight.data(), dweight.cols(), model::matrix_ref(dout).transposed(), model::matrix_ref(inp), true);
             if (dbias && dbias->size()) dbias->noalias() += dout.colwise().sum().transpose();
-            if (dinp) model::bf16_matmul(dinp->data(), dinp->cols(), model::matrix_ref(dout), model::matrix_ref(weight), true);
+            if (dinp) model::bf16_matmul(dinp->data(), dinp->cols(), model::matrix_ref(dout), model::matrix_ref(weight), true, true);
             return;
         }
     }

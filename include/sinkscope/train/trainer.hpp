@@ -215,8 +215,11 @@ public:
         std::vector<double> loss(B, 0.0);
         std::string fault;
         for (auto& g : grads_) set_zero(g);
+        const std::uint64_t epoch = model::new_matmul_epoch();
         auto one = [&](std::int64_t b, std::size_t slot) {
-            const model::ScopedMatmulPrecision precision(cfg_.precision);  // thread-local: set on the thread that runs b
+            // Thread-local: set on the thread that runs b. One epoch per step: the weights change only
+            // between steps, so each thread converts each weight matrix to bf16 once per step.
+            const model::ScopedMatmulPrecision precision(cfg_.precision, epoch);
             const auto seq = data_->sequence(std::uint64_t(step_ * B + b));
             const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
             const auto& tape = recorders_[slot]->record(w_, in);
