@@ -3,16 +3,19 @@
 // arithmetic (GFLOP, and GFLOP/s at the median) as one JSON line.
 // The peer (bench/bench_forward_hf.py, Hugging Face transformers) is run by bench/run_forward_bench.sh
 // in the same session, which prints the ratio.
-//   usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8]
+//   usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8|bf16]
 // weights=file keeps the GGUF's linear maps in their types (model::LoadOptions); compute picks how they are
-// multiplied (layers/quantized_linear.hpp).
+// multiplied (layers/quantized_linear.hpp: exact or int8); with weights=float32, compute=bf16 runs the dense
+// products with bf16 inputs and float32 accumulation (layers/bf16_matmul.hpp, oneDNN).
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <sstream>
 
 #include <sinkscope/analysis/text.hpp>
+#include <sinkscope/layers/bf16_matmul.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
 
@@ -21,20 +24,22 @@ using clock_type = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::cerr << "usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8]\n";
+        std::cerr << "usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8|bf16]\n";
         return 2;
     }
     const std::int64_t n_tokens = argc > 3 ? std::stoll(argv[3]) : 512;
     const int repeats = argc > 4 ? std::stoi(argv[4]) : 5;
     const std::string weights = argc > 5 ? argv[5] : "float32", compute = argc > 6 ? argv[6] : "exact";
-    if ((weights != "float32" && weights != "file") || (compute != "exact" && compute != "int8")) {
-        std::cerr << "bench_forward: weights must be float32 or file, compute exact or int8\n";
+    if ((weights != "float32" && weights != "file") || (compute != "exact" && compute != "int8" && compute != "bf16") ||
+        (compute == "bf16" && weights != "float32")) {
+        std::cerr << "bench_forward: weights must be float32 or file, compute exact or int8 (file) or bf16 (float32)\n";
         return 2;
     }
     try {
         model::LoadOptions options;
         options.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
         options.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
+        if (compute == "bf16") options.precision = model::MatmulPrecision::bf16;
         auto t0 = clock_type::now();
         const auto m = model::load_model<float>(argv[1], options);
         const double load_s = std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -70,14 +75,58 @@ int main(int argc, char** argv) {
         const double attention = 2.0 * 2.0 * c.n_layers * c.n_heads * c.head_dim * T * (T + 1) / 2;
         const double gflop = (per_token_linear * T + attention) / 1e9;
         const double median = times[times.size() / 2];
+        // With compute=bf16, the rates that bound it (layers/bf16_matmul.hpp, same threads): the bf16 GEMM at
+        // 2048³, the forward's own linear products at T rows (linear_forward, weights converted to bf16 on
+        // every call, as the forward does), and what converting the weights alone costs (a scalar loop in memory
+// order: what a cache of bf16 weights would save, at most).
+        std::string bf16_fields;
+        if (compute == "bf16") {
+            auto median_s = [](int runs, auto&& f) {
+                std::vector<double> ts;
+                for (int i = 0; i < runs + 1; ++i) {
+                    const auto a = clock_type::now();
+                    f();
+                    if (i) ts.push_back(std::chrono::duration<double>(clock_type::now() - a).count());
+                }
+                std::sort(ts.begin(), ts.end());
+                return ts[ts.size() / 2];
+            };
+            const std::int64_t n = 2048;
+            const model::Mat<float> A = model::Mat<float>::Random(n, n), B = model::Mat<float>::Random(n, n);
+            model::Mat<float> C(n, n);
+            const double gemm_s = median_s(7, [&] { model::bf16_matmul(C.data(), n, model::matrix_ref(A), model::matrix_ref(B), false); });
+            const auto& L = m.weights.layers[0];
+            std::vector<std::pair<const model::Mat<float>*, double>> maps{
+                {&L.wq, c.n_layers}, {&L.wk, c.n_layers}, {&L.wv, c.n_layers}, {&L.wo, c.n_layers}, {&L.w_up, c.n_layers},
+                {&L.w_down, c.n_layers}, {&m.weights.output_head(), 1}};
+            if (L.w_gate.size()) maps.push_back({&L.w_gate, c.n_layers});
+            double linear_s = 0, pack_s = 0, linear_flop = 0;
+            std::vector<std::uint16_t> packed;
+            for (const auto& [W, count] : maps) {
+                const model::Mat<float> x = model::Mat<float>::Random(n_tokens, W->cols());
+                model::Mat<float> y;
+                const model::detail::ForwardPrecision bf16(m.weights);  // as in the forward: no bf16 weight copy kept
+                linear_s += count * median_s(5, [&] { model::linear_forward(y, x, *W, model::Vec<float>()); });
+                packed.resize(std::size_t(W->size()));
+                pack_s += count * median_s(5, [&] {
+                    for (Eigen::Index i = 0; i < W->size(); ++i) packed[std::size_t(i)] = model::to_bf16_bits(W->data()[i]);
+                });
+                linear_flop += count * 2.0 * double(n_tokens) * double(W->rows()) * double(W->cols());
+            }
+            std::ostringstream os;
+            os << ", \"bf16_gemm_2048_gflop_per_s\": " << 2.0 * n * n * n / gemm_s / 1e9
+               << ", \"bf16_linear_s\": " << linear_s << ", \"bf16_linear_gflop_per_s\": " << linear_flop / linear_s / 1e9
+               << ", \"bf16_weight_convert_s\": " << pack_s;
+            bf16_fields = os.str();
+        }
         rusage ru{};
         getrusage(RUSAGE_SELF, &ru);
         std::cout << "{\"impl\": \"sinkscope\", \"weights\": \"" << weights << "\", \"compute\": \"" << compute
-                  << "\", \"tokens\": " << n_tokens << ", \"repeats\": " << repeats
+                  << "\", \"threads\": " << Eigen::nbThreads() << ", \"tokens\": " << n_tokens << ", \"repeats\": " << repeats
                   << ", \"load_s\": " << load_s << ", \"forward_median_s\": " << median
                   << ", \"tokens_per_s\": " << double(n_tokens) / median << ", \"peak_rss_mb\": " << ru.ru_maxrss / 1024.0
                   << ", \"captured_mb\": " << captured_bytes / 1048576.0 << ", \"gflop\": " << gflop
-                  << ", \"gflop_per_s\": " << gflop / median << "}\n";
+                  << ", \"gflop_per_s\": " << gflop / median << bf16_fields << "}\n";
     } catch (const Error& e) {
         std::cerr << e.what() << "\n";
         return 2;

@@ -1,13 +1,15 @@
 // sinkscope — command-line front end of the library.
 //
-//   sinkscope info MODEL [--weights float32|file] [--compute exact|int8]   architecture, shapes, tensor types
+//   sinkscope info MODEL [--weights float32|file] [--compute exact|int8|bf16]   architecture, shapes, tensor types
 //   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos | --no-bos] --hooks NAME[,NAME…] --out DIR
-//                   [--weights float32|file] [--compute exact|int8]
+//                   [--weights float32|file] [--compute exact|int8|bf16]
 //                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json;
 //                                                --weights file keeps a GGUF's linear maps in their file
-//                                                types (memory-mapped), --compute their products' arithmetic
+//                                                types (memory-mapped), --compute their products' arithmetic;
+//                                                --compute bf16 (float32 weights): dense products with bf16
+//                                                inputs, float32 accumulation (oneDNN); hooks stay float32
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
-//                   [--bos] [--shard I/N] [--json F] [--batch 8] [--weights float32|file] [--compute exact|int8]
+//                   [--bos] [--shard I/N] [--json F] [--batch 8] [--weights float32|file] [--compute exact|int8|bf16]
 //                                                per-layer massive-activation and sink summary; with
 //                                                --shard only the I-th (0-based) of N equal contiguous
 //                                                parts of the samples; --json also holds the reducers' state;
@@ -66,16 +68,36 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 train::WeightMemory g_weights;
 
 // The model at `path`, after checking that its weights fit in the memory available (train::load_within_memory).
+// options.precision is set on the loaded weights here (load_within_memory's float32 path does not read it).
 model::LoadedModel<float> load_checked(const std::string& path, const model::LoadOptions& options = {}) {
-    return train::load_within_memory(path, options, &g_weights);
+    auto m = train::load_within_memory(path, options, &g_weights);
+    m.weights.set_precision(options.precision);
+    return m;
 }
 
-// --weights file|float32 and --compute exact|int8 as LoadOptions.
+// --weights file|float32 and --compute exact|int8|bf16 as LoadOptions. int8 is for file-type weights (with
+// float32 ones it computes exactly, as before), bf16 for float32 ones: an Error otherwise, or without oneDNN,
+// before anything is loaded.
 model::LoadOptions load_options(const std::string& weights, const std::string& compute) {
     model::LoadOptions o;
     o.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
     o.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
+    if (compute == "bf16") {
+        if (o.storage == model::WeightStorage::file_type)
+            throw Error("--compute bf16 is for float32 weights (the default --weights); with --weights file the "
+                        "products are exact or int8");
+        if (!model::bf16_matmul_available())
+            throw Error("--compute bf16 needs oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild "
+                        "sinkscope; this build has only float32 products");
+        o.precision = model::MatmulPrecision::bf16;
+    }
     return o;
+}
+
+// meta.json's "compute": the arithmetic the forward used.
+std::string compute_name(const model::Weights<float>& w) {
+    if (w.file_type()) return w.compute == model::QuantCompute::int8 ? "int8" : "exact";
+    return w.precision == model::MatmulPrecision::bf16 ? "bf16" : "exact";
 }
 
 // "sliding window 8 (layers 0, 2), global (layers 1, 3)": each layer's attention span, grouped.
@@ -102,7 +124,9 @@ int cmd_info(const std::string& path, const model::LoadOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto m = load_checked(path, options);
     std::cout << "model:      " << path << " (" << m.format << ", loaded in " << seconds_since(t0) << " s)\n"
-              << "weights:    " << (m.weights.file_type() ? "linear maps in their file types, memory-mapped" : "float32")
+              << "weights:    " << (m.weights.file_type() ? "linear maps in their file types, memory-mapped"
+                                    : m.weights.precision == model::MatmulPrecision::bf16 ? "float32, products with bf16 inputs"
+                                                                                          : "float32")
               << " (" << io::format_gib(g_weights.bytes) << ")\n"
               << "config:     " << m.config.describe() << "\n"
               << "attention:  " << attention_spans(m.config) << "\n"
@@ -181,7 +205,7 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
                         {"tokens", ids}, {"hooks", wanted}, {"config", train::config_to_json(m.config)},
                         {"forward_seconds", elapsed}, {"dtype", "float32"},
                         {"weights", m.weights.file_type() ? "file" : "float32"},
-                        {"compute", m.weights.file_type() && options.compute == model::QuantCompute::int8 ? "int8" : "exact"}};
+                        {"compute", compute_name(m.weights)}};
     std::ofstream meta_out(out + "/meta.json");
     meta_out << meta.dump(1) << "\n";
     if (!meta_out) throw Error("capture: cannot write", {out + "/meta.json", "", {}});
@@ -355,9 +379,10 @@ int main(int argc, char** argv) {
     const std::string weights_help = "file: keep a GGUF's linear maps in their file types, memory-mapped (forward only); "
                                      "float32: convert every tensor at load";
     const std::string compute_help = "with --weights file: exact (dequantized tiles, float GEMM) or int8 (8-bit "
-                                     "activations, integer dot products)";
+                                     "activations, integer dot products); with --weights float32: exact or bf16 (bf16 "
+                                     "inputs, float32 accumulation; needs oneDNN)";
     info->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
-    info->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8"}))->capture_default_str();
+    info->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
 
     auto* capture = app.add_subcommand("capture", "run a text and save hooked activations as .npy");
     capture->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
@@ -368,7 +393,7 @@ int main(int argc, char** argv) {
     capture->add_option("--hooks", hooks, "hook names, comma-separated (TransformerLens names)");
     capture->add_option("--out", out, "output directory");
     capture->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
-    capture->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8"}))->capture_default_str();
+    capture->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
     capture->add_flag("--list-hooks", list_hooks, "print the hook names of this model and exit");
     capture->add_flag("--describe", describe_hooks, "with --list-hooks: one row per hook kind, with its shape and meaning");
 
@@ -385,7 +410,7 @@ int main(int argc, char** argv) {
     stats->add_option("--shard", shard, "I/N: only the I-th (from 0) of N equal contiguous parts of the samples");
     stats->add_option("--json", json_out, "also write the summary and the mergeable state as JSON here");
     stats->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
-    stats->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8"}))->capture_default_str();
+    stats->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
     stats->add_option("--batch", batch, "samples per forward pass where batching is bit-exact (dense FFN, lengths "
                       "multiples of 4); one at a time elsewhere")->check(CLI::Range(1, 4096));
 

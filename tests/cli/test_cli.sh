@@ -11,6 +11,7 @@ check() {  # check NAME CONDITION...
     if "$@"; then passes=$((passes + 1)); else echo "FAILED: $name"; fails=$((fails + 1)); fi
 }
 lacks() { ! grep -q "$1" "$2"; }  # lacks PATTERN FILE
+differ() { ! cmp -s "$1" "$2"; }  # differ FILE FILE
 "$bin" --help > "$work/help" 2>&1
 check "--help names the subcommands" grep -q "capture" "$work/help"
 "$bin" info "$model" > "$work/info" 2>&1
@@ -189,6 +190,32 @@ check "merge of a repeated shard exits 2 naming the file" grep -q "shard 0/2 giv
 "$bin" merge "$work/shard0.json" "$work/other.json" > "$work/other.log" 2>&1
 check "merge of shards of other settings exits 2" test $? -eq 2
 check "merge names the setting and the file" grep -q "setting 'seq_len'.*other.json" "$work/other.log"
+# --compute bf16 (float32 weights, dense products with bf16 inputs through oneDNN): capture records it and
+# gives other values than float32; a bf16 stats shard does not merge with float32 ones; with --weights file
+# it is refused before the load. A build without oneDNN refuses it with exit 2 naming oneDNN.
+"$bin" capture "$model" --tokens 1,50,60,70,80 --hooks blocks.0.hook_resid_post --compute bf16 --out "$work/cap_bf16" > "$work/cap_bf16.log" 2>&1
+bf16_rc=$?
+if grep -q "needs oneDNN" "$work/cap_bf16.log"; then
+    check "capture --compute bf16 without oneDNN exits 2" test $bf16_rc -eq 2
+else
+    check "capture --compute bf16 exits 0" test $bf16_rc -eq 0
+    check "capture --compute bf16 records the arithmetic" grep -q '"compute": "bf16"' "$work/cap_bf16/meta.json"
+    check "float32 capture records exact" grep -q '"compute": "exact"' "$work/cap/meta.json"
+    check "bf16 residual stream differs from float32's" differ "$work/cap/blocks.0.hook_resid_post.npy" "$work/cap_bf16/blocks.0.hook_resid_post.npy"
+    check "bf16 residual stream is float32 (5, 64)" grep -qa "'descr': '<f4'.*'shape': (5, 64)" "$work/cap_bf16/blocks.0.hook_resid_post.npy"
+    "$bin" info "$model" --compute bf16 > "$work/info_bf16" 2>&1
+    check "info --compute bf16 says so" grep -q "products with bf16 inputs" "$work/info_bf16"
+    "$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 8 --shard 1/2 --compute bf16 --json "$work/shard1_bf16.json" > /dev/null 2>&1
+    check "stats --compute bf16 exits 0" test $? -eq 0
+    check "its settings record bf16" grep -q '"compute": "bf16"' "$work/shard1_bf16.json"
+    "$bin" merge "$work/shard0.json" "$work/shard1_bf16.json" > "$work/bf16_merge.log" 2>&1
+    check "merge of a float32 and a bf16 shard exits 2" test $? -eq 2
+    check "merge of a float32 and a bf16 shard names the setting" grep -q "setting 'weights'" "$work/bf16_merge.log"
+fi
+"$bin" capture "$model" --tokens 1,2 --hooks logits --weights file --compute bf16 --out "$work/bf16_file" > "$work/bf16_file.log" 2>&1
+check "--weights file --compute bf16 exits 2" test $? -eq 2
+check "--weights file --compute bf16 is explained" grep -q "compute bf16 is for float32 weights\|needs oneDNN" "$work/bf16_file.log"
+check "--weights file --compute bf16 writes nothing" test ! -e "$work/bf16_file"
 # stats with the linear maps in their file types and int8 products (SmolLM2 Q4_1: the shared model is all
 # F32, which loads as float32 whatever --weights says): the settings say so, and a shard computed that way
 # does not merge with one computed in float32.

@@ -159,11 +159,14 @@ inline StatsRun run_stats(const model::LoadedModel<float>& m, const StatsRequest
         {"model", r.model}, {"config", train::config_to_json(m.config)}, {"seq_len", r.seq_len}, {"bos", r.bos}, {"eps", r.eps},
         {"max_samples", r.max_samples}, {"text_file", r.text_file}, {"text", r.text}, {"tokens_file", r.tokens_file},
         {"total_samples", total}, {"samples_fnv1a", samples_fingerprint(samples)}};
-    // The arithmetic, so that `merge` refuses shards computed differently (float32 against int8 products).
-    // Written only for file-type weights, so that a float32 run's JSON stays what it was.
+    // The arithmetic, so that `merge` refuses shards computed differently (float32 against int8 or bf16
+    // products). Written only for file-type weights and bf16 products, so that a float32 run's JSON stays
+    // what it was.
     if (m.weights.file_type())
         settings["weights"] = {{"storage", "file"},
                                {"compute", m.weights.compute == model::QuantCompute::int8 ? "int8" : "exact"}};
+    else if (m.weights.precision == model::MatmulPrecision::bf16)
+        settings["weights"] = {{"storage", "float32"}, {"compute", "bf16"}};
     StatsRun run{std::move(settings), r.shard, first, end, total,
                  model::ResidualStats<float>(m.config.n_layers), model::AttentionStats<float>(m.config.n_layers, m.config.n_heads)};
     auto& rs = run.residual;
@@ -178,8 +181,11 @@ inline StatsRun run_stats(const model::LoadedModel<float>& m, const StatsRequest
     // reducers still see sample after sample) only where that is bit-exact with one sample at a time, as
     // shards must merge into exactly the whole run: a dense FFN (MoE gathers rows per expert) and every
     // sample's length a multiple of 4, Eigen's GEMM panel width (tests/model/test_batch.cpp pins both).
-    // Elsewhere, and with sink_token attention (not batched), one sample per forward pass.
+    // Elsewhere, and with sink_token attention (not batched), one sample per forward pass. So also with
+    // bf16 products: oneDNN may block a product differently for a different row count, and promises no
+    // row's sum order.
     const bool exact_batches = m.config.ffn != model::FfnKind::moe && m.config.attention != model::AttentionKind::sink_token &&
+                               m.weights.precision != model::MatmulPrecision::bf16 &&
                                std::all_of(samples.begin(), samples.end(), [](const auto& s) { return s.size() % 4 == 0; });
     const std::int64_t per_pass = exact_batches ? r.batch : 1;
     for (std::int64_t i = first; i < end; i += per_pass) {

@@ -74,6 +74,7 @@ BatchLogits<T> forward_batch(const Config& c, const Weights<T>& w, const std::ve
     }
     const std::int64_t B = layout.batch, P = layout.positions, n = B * P, d = c.d_model;
     const detail::HookCaller<T> hook{hooks, &layout};
+    const detail::ForwardPrecision precision(w);  // Weights::precision on this thread
 
     Mat<T> x = Mat<T>::Zero(n, d);  // (B·T, d) residual stream; padded rows start at zero
     for (std::int64_t b = 0; b < B; ++b)

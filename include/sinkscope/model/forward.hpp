@@ -391,6 +391,30 @@ const Mat<T>& force_sink_input(const Mat<T>& x, const Config& c, Mat<T>& buffer,
     return buffer;
 }
 
+// The arithmetic of the dense products of one forward with `w`, on this thread while it lives: bf16 when
+// the weights ask for it (Weights::precision), else whatever the thread has set (a Trainer worker's
+// ScopedMatmulPrecision), untouched. Epoch 0 (layers/bf16_matmul.hpp): every product converts its weight
+// to bf16 again and keeps no copy. A kept copy of every weight would cost half the float32 weights' memory
+// for the thread's lifetime, to save what measured 0.04 s of a 0.54 s SmolLM2 forward at 512 tokens
+// (bench/run_forward_bench.sh, 2026-12-01), and would go stale if the caller edits a weight between
+// forwards (an ablation).
+class ForwardPrecision {
+public:
+    template <class T>
+    explicit ForwardPrecision(const Weights<T>& w) : saved_(matmul_setting_slot()), set_(w.precision == MatmulPrecision::bf16) {
+        if (set_) matmul_setting_slot() = {MatmulPrecision::bf16, 0};
+    }
+    ~ForwardPrecision() {
+        if (set_) matmul_setting_slot() = saved_;
+    }
+    ForwardPrecision(const ForwardPrecision&) = delete;
+    ForwardPrecision& operator=(const ForwardPrecision&) = delete;
+
+private:
+    MatmulSetting saved_;
+    bool set_;
+};
+
 // The CPU side of block_wiring.hpp: its buffers are the block's scratch matrices.
 template <class T>
 struct CpuBlockOps {
@@ -445,6 +469,7 @@ template <class T>
 Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int32_t>& tokens,
                const HookSet<T>* hooks = nullptr, ForwardOptions options = {}) {
     detail::check_tokens(c, tokens);
+    const detail::ForwardPrecision precision(w);  // Weights::precision on this thread
     const std::int64_t sink = c.attention == AttentionKind::sink_token ? 1 : 0;
     if (sink) {
         require(std::int64_t(tokens.size()) + 1 <= c.context_length,

@@ -15,6 +15,8 @@
 // else is float32 as before: F32 tensors, norms, biases, the MoE router and experts, and fused tensors that
 // must be split (q|k|v, gate|up, per-head QKV), since a split needs rows the view would not own in order.
 // Safetensors directories have no block types; file_type on one loads float32 (their F16/BF16 stays dense).
+// LoadOptions::precision (float32 storage, T = float) sets Weights::precision: MatmulPrecision::bf16 runs the
+// dense linear products with bf16 inputs and float32 accumulation (layers/bf16_matmul.hpp, oneDNN).
 #pragma once
 
 #include <filesystem>
@@ -43,6 +45,9 @@ enum class WeightStorage {
 struct LoadOptions {
     WeightStorage storage = WeightStorage::float32;
     QuantCompute compute = QuantCompute::exact;  // products with file-type maps (Weights::set_compute changes it)
+    // Products with dense float maps: float32, or bf16 inputs with float32 accumulation (Weights::set_precision;
+    // bf16 needs float32 storage, T = float and oneDNN).
+    MatmulPrecision precision = MatmulPrecision::float32;
 };
 
 template <class T>
@@ -508,12 +513,20 @@ LoadedModel<T> load_model(const std::string& path) {
 
 // As load_model(path), with the weights stored as `options` says (file comment): WeightStorage::file_type
 // keeps a GGUF's plain linear maps in their file types; a Hugging Face directory loads float32 regardless.
+// options.precision sets Weights::precision (bf16: an Error with file_type storage or without oneDNN).
 template <class T>
 LoadedModel<T> load_model(const std::string& path, const LoadOptions& options) {
     namespace fs = std::filesystem;
-    if (fs::is_directory(path)) return load_hf<T>(path);
-    if (!fs::exists(path)) throw Error("no such file or directory", {path, "", {}});
-    return load_gguf<T>(path, options);
+    if constexpr (!std::is_same_v<T, float>)
+        if (options.precision != MatmulPrecision::float32) throw Error("MatmulPrecision::bf16 loads float models only", {path, "", {}});
+    if (options.precision == MatmulPrecision::bf16 && options.storage == WeightStorage::file_type)
+        throw Error("bf16 compute is for float32 storage, not WeightStorage::file_type (whose products use QuantCompute)", {path, "", {}});
+    if (options.precision == MatmulPrecision::bf16 && !bf16_matmul_available())
+        throw Error("bf16 compute needs oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild", {path, "", {}});
+    if (!fs::is_directory(path) && !fs::exists(path)) throw Error("no such file or directory", {path, "", {}});
+    LoadedModel<T> m = fs::is_directory(path) ? load_hf<T>(path) : load_gguf<T>(path, options);
+    m.weights.set_precision(options.precision);
+    return m;
 }
 
 }  // namespace sinkscope::model

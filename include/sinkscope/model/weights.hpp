@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/layers/bf16_matmul.hpp"
 #include "sinkscope/layers/quant_matrix.hpp"
 #include "sinkscope/model/config.hpp"
 
@@ -79,6 +80,12 @@ struct Weights {
     QuantMatrix tok_embed_file, lm_head_file;   // (vocab × d) each; rows of tok_embed_file dequantized on lookup
     std::shared_ptr<const void> file;            // non-null iff some view is set
     QuantCompute compute = QuantCompute::exact;  // arithmetic of the output head's product (see set_compute)
+    // Arithmetic of the dense float linear products (W_Q … W_down, the output head) in forward() and
+    // forward_batch(): MatmulPrecision::bf16 runs them with bf16 inputs and float32 accumulation
+    // (layers/bf16_matmul.hpp), the activations between them and what the hooks see stay float32. The
+    // forward sets it on its thread while it runs (detail::ForwardPrecision); float32 leaves the thread's own
+    // setting.
+    MatmulPrecision precision = MatmulPrecision::float32;
 
     /// True when some linear maps are views of the file's blocks (WeightStorage::file_type).
     bool file_type() const noexcept { return file != nullptr; }
@@ -86,6 +93,19 @@ struct Weights {
     void set_compute(QuantCompute c) {
         compute = c;
         for (auto& L : layers) L.compute = c;
+    }
+    /// The arithmetic of the dense products (`precision`). Error for bf16 without oneDNN in this build, or
+    /// with file-type weights (their products have their own arithmetic, `compute`).
+    void set_precision(MatmulPrecision p) {
+        if (p == MatmulPrecision::bf16) {
+            if (file != nullptr)
+                throw Error("bf16 compute is for dense (float32) weights; these keep their linear maps in their GGUF "
+                            "types (WeightStorage::file_type), whose products use QuantCompute (exact or int8)");
+            if (!bf16_matmul_available())
+                throw Error("bf16 compute needs oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and "
+                            "rebuild; this build has only float32 products");
+        }
+        precision = p;
     }
     /// The dense output head; Error for file-type weights (their head is a view: detail::head_forward).
     const Mat<T>& output_head() const {

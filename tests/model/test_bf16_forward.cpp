@@ -1,0 +1,195 @@
+// The forward with bf16 products (Weights::precision = MatmulPrecision::bf16, LoadOptions::precision, CLI
+// `--compute bf16`; issue 11) against the float32 forward of the same weights.
+//
+// Models: stories260K (the shared all-F32 fixture) and SmolLM2-135M Q4_1 (dequantized to float32 at load)
+// when downloaded.
+//
+// Tolerances, as ‖Δ‖ / ‖ref‖ over a whole activation (logits, every resid_post). Every dense linear
+// product rounds both inputs to bf16 (unit roundoff u = 2⁻⁸ ≈ 3.9e-3 per input) and sums in float32
+// (layers/bf16_matmul.hpp bounds one product by (2u + K·2⁻²⁴)·Σ|a||b|). Rounding errors of independent
+// entries partly cancel, so one product moves its output by about u·√(2/3) ≈ 3e-3 of its norm; through
+// a model these add up layer after layer and pass through norms, softmax and SiLU, while the attention
+// products, norms and residual additions stay float32. Measured (SINKSCOPE_PRINT_ERRORS=1 prints; 2-core
+// Xeon with AMX, Debian's oneDNN 2.6.3, 1 and 2 threads alike, 2026-12-01): stories260K (d = 64, 32
+// tokens) logits 2.0e-2, resid_post ≤ 2.6e-2, i.e. ≈ 6u; SmolLM2 (64 tokens)
+// logits 5.1e-3, resid_post ≤ 6.5e-3, ≈ 1.5u. Pinned at 8e-2 (stories260K) and 2e-2 (SmolLM2), ~3× the
+// measurement: far below a broken product (a transposed or unconverted operand gives O(1)), and far above
+// float32's reordering (test_quantized_forward.cpp: ~1e-6), which the lower checks (> 1e-4) rule out.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <sinkscope/model/batch.hpp>
+#include <sinkscope/model/forward.hpp>
+#include <sinkscope/model/hooks.hpp>
+#include <sinkscope/model/load.hpp>
+
+#include "test_paths.hpp"
+
+using namespace sinkscope;
+using namespace sinkscope::model;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Run {
+    Mat<float> logits;
+    std::vector<Captured<float>> resid;  // blocks.{l}.hook_resid_post
+    Captured<float> logits_hook;         // logits
+};
+
+Run run(const LoadedModel<float>& m, const std::vector<std::int32_t>& tokens) {
+    HookSet<float> hooks;
+    ActivationCache<float> cache;
+    std::vector<std::string> names;
+    for (std::int64_t l = 0; l < m.config.n_layers; ++l) names.push_back("blocks." + std::to_string(l) + ".hook_resid_post");
+    names.push_back("logits");
+    cache.attach(hooks, names);
+    Run r;
+    r.logits = forward(m.config, m.weights, tokens, &hooks);
+    for (std::int64_t l = 0; l < m.config.n_layers; ++l) r.resid.push_back(cache[names[std::size_t(l)]]);
+    r.logits_hook = cache["logits"];
+    return r;
+}
+
+double rel(const float* a, const float* b, std::size_t n) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < n; ++i) num += double(a[i] - b[i]) * (a[i] - b[i]), den += double(b[i]) * b[i];
+    return std::sqrt(num / std::max(den, 1e-300));
+}
+
+// Largest ‖Δ‖/‖ref‖ of the logits and of every resid_post.
+std::pair<double, double> compare(const Run& got, const Run& ref) {
+    REQUIRE(got.logits.rows() == ref.logits.rows());
+    REQUIRE(got.logits.cols() == ref.logits.cols());
+    const double logits = rel(got.logits.data(), ref.logits.data(), std::size_t(ref.logits.size()));
+    double resid = 0;
+    REQUIRE(got.resid.size() == ref.resid.size());
+    for (std::size_t l = 0; l < ref.resid.size(); ++l) {
+        REQUIRE(got.resid[l].shape == ref.resid[l].shape);
+        resid = std::max(resid, rel(got.resid[l].data.data(), ref.resid[l].data.data(), ref.resid[l].data.size()));
+    }
+    return {logits, resid};
+}
+
+void print(const char* what, std::pair<double, double> e) {
+    if (std::getenv("SINKSCOPE_PRINT_ERRORS")) std::printf("%s: logits %.3g, resid_post max %.3g\n", what, e.first, e.second);
+}
+
+std::vector<std::int32_t> some_tokens(std::int64_t vocab, int n) {
+    std::vector<std::int32_t> t{1};
+    for (int i = 1; i < n; ++i) t.push_back(std::int32_t((i * 7919 + 13) % vocab));
+    return t;
+}
+
+// How many of `v` are not bf16 numbers (low 16 bits set): float32 values, not bf16 ones.
+std::size_t not_bf16(const std::vector<float>& v) {
+    std::size_t n = 0;
+    for (float f : v) {
+        std::uint32_t u;
+        std::memcpy(&u, &f, 4);
+        n += (u & 0xffffu) != 0;
+    }
+    return n;
+}
+
+// The bf16 run against the float32 run of `path`: the errors, and the checks every model shares.
+std::pair<double, double> agreement(const std::string& path, int n_tokens, const char* name) {
+    const auto dense = load_model<float>(path);
+    LoadOptions o;
+    o.precision = MatmulPrecision::bf16;
+    const auto bf16 = load_model<float>(path, o);
+    CHECK(dense.weights.precision == MatmulPrecision::float32);
+    REQUIRE(bf16.weights.precision == MatmulPrecision::bf16);
+    const auto tokens = some_tokens(dense.config.vocab_size, n_tokens);
+    const Run ref = run(dense, tokens);
+    const Run got = run(bf16, tokens);
+    CHECK(matmul_precision() == MatmulPrecision::float32);  // the forward's setting ends with it
+    const auto e = compare(got, ref);
+    print(name, e);
+    // bf16 did run: not float32's result (which only a reordered sum would move, ~1e-6).
+    CHECK(e.first > 1e-4);
+    CHECK(e.second > 1e-4);
+    // The hooks see the bf16 run's activations as float32 values: the logits hook holds the returned
+    // logits bit for bit, and the residual streams are not rounded to bf16.
+    REQUIRE(got.logits_hook.data.size() == std::size_t(got.logits.size()));
+    CHECK(std::memcmp(got.logits_hook.data.data(), got.logits.data(), got.logits_hook.data.size() * sizeof(float)) == 0);
+    for (const auto& r : got.resid) CHECK(not_bf16(r.data) > r.data.size() / 2);
+    // Deterministic: the same run twice gives the same bits.
+    CHECK(run(bf16, tokens).logits == got.logits);
+    return e;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 products: stories260K agrees with its float32 forward", "[model][bf16]") {
+    if (!bf16_matmul_available()) { WARN("skipped: this build has no oneDNN (bf16 products)"); return; }
+    const auto e = agreement(test::shared_model("stories260K.gguf"), 32, "stories260K bf16");
+    CHECK(e.first <= 8e-2);
+    CHECK(e.second <= 8e-2);
+}
+
+TEST_CASE("bf16 products: SmolLM2-135M agrees with its float32 forward", "[model][bf16]") {
+    if (!bf16_matmul_available()) { WARN("skipped: this build has no oneDNN (bf16 products)"); return; }
+    const std::string path = test::downloaded_model("SmolLM2-135M-Instruct.Q4_1.gguf");
+    if (!fs::exists(path)) { WARN("skipped: " << path << " absent (scripts/fetch_model.sh fetches it)"); return; }
+    const auto e = agreement(path, 64, "SmolLM2 Q4_1 bf16");
+    CHECK(e.first <= 2e-2);
+    CHECK(e.second <= 2e-2);
+}
+
+TEST_CASE("bf16 products: forward_batch and a thread's own setting", "[model][bf16]") {
+    if (!bf16_matmul_available()) { WARN("skipped: this build has no oneDNN (bf16 products)"); return; }
+    const std::string path = test::shared_model("stories260K.gguf");
+    auto m = load_model<float>(path);
+    const auto tokens = some_tokens(m.config.vocab_size, 16);
+    const Mat<float> ref = forward(m.config, m.weights, tokens);
+    m.weights.set_precision(MatmulPrecision::bf16);
+    const Mat<float> one = forward(m.config, m.weights, tokens);
+    CHECK(one != ref);
+
+    SECTION("forward_batch computes in bf16 too") {
+        const std::vector<std::vector<std::int32_t>> seqs{tokens, std::vector<std::int32_t>(tokens.begin(), tokens.begin() + 8)};
+        const auto b = forward_batch(m.config, m.weights, seqs);
+        const Mat<float> first = b.sequence(0);
+        CHECK(rel(first.data(), one.data(), std::size_t(one.size())) <= 1e-5);  // bf16 against bf16: a reordering
+        CHECK(rel(first.data(), ref.data(), std::size_t(ref.size())) > 1e-4);   // not the float32 result
+    }
+    SECTION("float32 weights leave a thread's bf16 setting in force") {
+        m.weights.set_precision(MatmulPrecision::float32);
+        const ScopedMatmulPrecision guard(MatmulPrecision::bf16);
+        CHECK(forward(m.config, m.weights, tokens) == one);
+        CHECK(matmul_precision() == MatmulPrecision::bf16);
+    }
+}
+
+TEST_CASE("bf16 products are refused with file-type weights, in double and without oneDNN", "[model][bf16]") {
+    using Catch::Matchers::Contains;
+    const std::string path = test::shared_model("stories260K.gguf");
+    LoadOptions o;
+    o.precision = MatmulPrecision::bf16;
+    if (!bf16_matmul_available()) {
+        CHECK_THROWS_WITH(load_model<float>(path, o), Contains("oneDNN") && Contains("libdnnl-dev"));
+        auto m = load_model<float>(path);
+        CHECK_THROWS_WITH(m.weights.set_precision(MatmulPrecision::bf16), Contains("oneDNN"));
+        return;
+    }
+    o.storage = WeightStorage::file_type;
+    CHECK_THROWS_WITH(load_model<float>(path, o), Contains("bf16") && Contains("file_type"));
+    o.storage = WeightStorage::float32;
+    CHECK_THROWS_WITH(load_model<double>(path, o), Contains("float models only"));
+    const std::string smol = test::downloaded_model("SmolLM2-135M-Instruct.Q4_1.gguf");
+    if (fs::exists(smol)) {
+        auto f = load_model<float>(smol, LoadOptions{WeightStorage::file_type});
+        REQUIRE(f.weights.file_type());
+        CHECK_THROWS_WITH(f.weights.set_precision(MatmulPrecision::bf16), Contains("dense") && Contains("QuantCompute"));
+        CHECK(f.weights.precision == MatmulPrecision::float32);
+    }
+}
