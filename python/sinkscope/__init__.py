@@ -193,7 +193,9 @@ class Model:
 def load(path, weights: str = "float32", compute: str = "exact") -> Model:
     """Loads a .gguf file, a Hugging Face directory or a sinkscope checkpoint. weights="file" keeps a GGUF's
     linear maps in their file types, memory-mapped (the CLI's --weights file); compute="int8" quantizes
-    activations for those maps (--compute int8)."""
+    activations for those maps (--compute int8). With float32 weights, compute="bf16" runs the linear
+    products with bf16 inputs and float32 accumulation (--compute bf16; needs oneDNN); activations and
+    captures stay float32."""
     return Model(path, weights, compute)
 
 

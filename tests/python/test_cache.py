@@ -96,3 +96,20 @@ def test_cache_arrays_are_views_of_owned_buffers(tiny):
     before = x.copy()
     tiny.run_with_cache(np.array([4, 5, 6], dtype=np.int32), names=["blocks.0.hook_resid_post"])
     assert np.array_equal(x, before)
+
+
+def test_bf16_compute(smollm2):
+    # compute="bf16": the dense products with bf16 inputs (C++ tests/model/test_bf16_forward.cpp pins the
+    # error: SmolLM2 logits ~5e-3 relative, bound 2e-2); the captures stay float32 and the stats say bf16.
+    import sinkscope
+    from conftest import SMOLLM2
+    b = sinkscope.load(str(SMOLLM2), compute="bf16")
+    ids = smollm2.to_tokens("The quick brown fox jumps over the lazy dog", bos=False)
+    la, ca = smollm2.run_with_cache(ids)
+    lb, cb = b.run_with_cache(ids)
+    la, lb = np.asarray(la), np.asarray(lb)
+    rel = np.linalg.norm(la - lb) / np.linalg.norm(la)
+    assert 1e-4 < rel < 2e-2
+    assert np.asarray(cb["blocks.3.hook_resid_post"]).dtype == np.float32
+    assert b.stats("The quick brown fox jumps over the lazy dog. " * 20, seq_len=16)["settings"]["weights"] == \
+        {"storage": "float32", "compute": "bf16"}
