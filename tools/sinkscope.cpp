@@ -68,11 +68,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 train::WeightMemory g_weights;
 
 // The model at `path`, after checking that its weights fit in the memory available (train::load_within_memory).
-// options.precision is set on the loaded weights here (load_within_memory's float32 path does not read it).
 model::LoadedModel<float> load_checked(const std::string& path, const model::LoadOptions& options = {}) {
-    auto m = train::load_within_memory(path, options, &g_weights);
-    m.weights.set_precision(options.precision);
-    return m;
+    return train::load_within_memory(path, options, &g_weights);
 }
 
 // --weights file|float32 and --compute exact|int8|bf16 as LoadOptions. int8 is for file-type weights (with

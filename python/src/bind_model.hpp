@@ -65,8 +65,8 @@ public:
         model::LoadOptions o;
         o.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
         o.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
+        o.precision = compute == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
         m_ = train::load_within_memory(path, o);  // an Error naming what it needs, instead of bad_alloc
-        if (compute == "bf16") m_.weights.set_precision(model::MatmulPrecision::bf16);  // load_within_memory's float32 path ignores o.precision
         names_ = model::hook_names(m_.config);
     }
 

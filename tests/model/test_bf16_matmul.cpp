@@ -209,7 +209,7 @@ TEST_CASE("bf16 weight copies are reused within an epoch, for W and Wᵀ alike, 
         bf16_matmul(d.data(), 24, matrix_ref(dout), matrix_ref(W), false, weight);
         return std::make_pair(y, d);
     };
-    const ScopedMatmulPrecision outer(MatmulPrecision::bf16);
+    const ScopedMatmulPrecision outer(MatmulPrecision::bf16, new_matmul_epoch());
     const auto fresh = products(false), cached = products(true), again = products(true);
     CHECK(cached.first == fresh.first);
     CHECK(cached.second == fresh.second);
@@ -218,9 +218,16 @@ TEST_CASE("bf16 weight copies are reused within an epoch, for W and Wᵀ alike, 
     W *= 2.0f;  // a weight update: the same epoch still sees the old copy (the documented contract) …
     CHECK(products(true).first == fresh.first);
     {
-        const ScopedMatmulPrecision next(MatmulPrecision::bf16);  // … a new epoch converts again
+        const ScopedMatmulPrecision next(MatmulPrecision::bf16, new_matmul_epoch());  // … a new epoch converts again
         const auto renewed = products(true);
         CHECK(renewed.first == MatF(2.0f * fresh.first));  // doubling is exact in bf16 and float
         CHECK(renewed.second == MatF(2.0f * fresh.second));
+    }
+    {
+        const ScopedMatmulPrecision plain(MatmulPrecision::bf16);  // epoch 0: no copies kept, so never stale
+        W *= 0.5f;
+        CHECK(products(true).first == fresh.first);
+        W *= 2.0f;
+        CHECK(products(true).first == MatF(2.0f * fresh.first));
     }
 }

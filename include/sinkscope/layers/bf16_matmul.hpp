@@ -52,8 +52,10 @@ namespace sinkscope::model {
 // Weight epochs: a product whose right operand is a weight matrix (linear_forward's Wᵀ, the backward's W)
 // reuses that matrix's bf16 copy made earlier on this thread in the same epoch, instead of converting it
 // again for every sequence (with AMX the conversion costs about as much as the product itself at a few
-// hundred rows). Each ScopedMatmulPrecision opens a fresh epoch unless given one: weights must not
-// change while one epoch lasts. The Trainer names one epoch per step (weights change only between steps).
+// hundred rows). Reuse is opt-in: a ScopedMatmulPrecision given an epoch (new_matmul_epoch()) keeps a bf16
+// copy of each weight it multiplies, in thread-local memory (half the float32 weights), until the thread
+// enters another epoch; the weights must not change while one epoch lasts. The Trainer names one epoch
+// per step (weights change only between steps). Epoch 0, the default, keeps no copies.
 enum class MatmulPrecision { float32, bf16 };
 
 struct MatmulSetting {
@@ -74,7 +76,7 @@ inline std::uint64_t new_matmul_epoch() {
 class ScopedMatmulPrecision {
 public:
     explicit ScopedMatmulPrecision(MatmulPrecision p, std::uint64_t epoch = 0) : saved_(matmul_setting_slot()) {
-        matmul_setting_slot() = {p, epoch != 0 ? epoch : new_matmul_epoch()};
+        matmul_setting_slot() = {p, epoch};
     }
     ~ScopedMatmulPrecision() { matmul_setting_slot() = saved_; }
     ScopedMatmulPrecision(const ScopedMatmulPrecision&) = delete;

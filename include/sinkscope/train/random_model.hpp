@@ -77,7 +77,8 @@ struct WeightMemory {
 };
 
 // The model at `path` with `options` (a GGUF's linear maps kept in their file types, memory-mapped, with
-// WeightStorage::file_type; other checkpoints load as float32 through load_for_analysis), after checking
+// WeightStorage::file_type; other checkpoints load as float32 through load_for_analysis, their products in
+// options.precision), after checking
 // that its weights fit in the memory available (io/memory.hpp): a model too large is an Error naming the
 // file, what it needs and what there is, instead of a std::bad_alloc or the OOM killer halfway through.
 // `counted` (optional) receives what was counted, before the load starts.
@@ -90,7 +91,10 @@ inline model::LoadedModel<float> load_within_memory(const std::string& path, con
     if (file_type) m = {io::require_weights_fit_file_type(path), "weights (linear maps in their file types)"};
     else m = {io::require_weights_fit(path, sizeof(float)), "float32 weights"};
     if (counted) *counted = m;
-    return file_type ? model::load_model<float>(path, options) : load_for_analysis<float>(path);
+    if (file_type) return model::load_model<float>(path, options);
+    model::LoadedModel<float> loaded = load_for_analysis<float>(path);
+    loaded.weights.set_precision(options.precision);  // the dense products' arithmetic (bf16: needs oneDNN)
+    return loaded;
 }
 
 }  // namespace sinkscope::train
