@@ -31,6 +31,7 @@
 #include <sinkscope/model/hooks.hpp>
 #include <sinkscope/model/load.hpp>
 
+#include "model/forward_compare.hpp"
 #include "test_paths.hpp"
 
 using namespace sinkscope;
@@ -39,55 +40,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-    Mat<float> logits;
-    std::vector<Captured<float>> resid;  // blocks.{l}.hook_resid_post
-    Captured<float> logits_hook;         // logits
-};
-
-Run run(const LoadedModel<float>& m, const std::vector<std::int32_t>& tokens) {
-    HookSet<float> hooks;
-    ActivationCache<float> cache;
-    std::vector<std::string> names;
-    for (std::int64_t l = 0; l < m.config.n_layers; ++l) names.push_back("blocks." + std::to_string(l) + ".hook_resid_post");
-    names.push_back("logits");
-    cache.attach(hooks, names);
-    Run r;
-    r.logits = forward(m.config, m.weights, tokens, &hooks);
-    for (std::int64_t l = 0; l < m.config.n_layers; ++l) r.resid.push_back(cache[names[std::size_t(l)]]);
-    r.logits_hook = cache["logits"];
-    return r;
-}
-
-double rel(const float* a, const float* b, std::size_t n) {
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < n; ++i) num += double(a[i] - b[i]) * (a[i] - b[i]), den += double(b[i]) * b[i];
-    return std::sqrt(num / std::max(den, 1e-300));
-}
-
-// Largest ‖Δ‖/‖ref‖ of the logits and of every resid_post.
-std::pair<double, double> compare(const Run& got, const Run& ref) {
-    REQUIRE(got.logits.rows() == ref.logits.rows());
-    REQUIRE(got.logits.cols() == ref.logits.cols());
-    const double logits = rel(got.logits.data(), ref.logits.data(), std::size_t(ref.logits.size()));
-    double resid = 0;
-    REQUIRE(got.resid.size() == ref.resid.size());
-    for (std::size_t l = 0; l < ref.resid.size(); ++l) {
-        REQUIRE(got.resid[l].shape == ref.resid[l].shape);
-        resid = std::max(resid, rel(got.resid[l].data.data(), ref.resid[l].data.data(), ref.resid[l].data.size()));
-    }
-    return {logits, resid};
-}
-
-void print(const char* what, std::pair<double, double> e) {
-    if (std::getenv("SINKSCOPE_PRINT_ERRORS")) std::printf("%s: logits %.3g, resid_post max %.3g\n", what, e.first, e.second);
-}
-
-std::vector<std::int32_t> some_tokens(std::int64_t vocab, int n) {
-    std::vector<std::int32_t> t{1};
-    for (int i = 1; i < n; ++i) t.push_back(std::int32_t((i * 7919 + 13) % vocab));
-    return t;
-}
+using Run = test::ForwardRun;
+using test::compare_runs;
+using test::some_tokens;
+Run run(const LoadedModel<float>& m, const std::vector<std::int32_t>& tokens) { return test::run_capturing(m, tokens, {"logits"}); }
+std::pair<double, double> compare(const Run& got, const Run& ref) { return compare_runs(got, ref); }
+void print(const char* what, std::pair<double, double> e) { test::print_errors(what, e); }
 
 // How many of `v` are not bf16 numbers (low 16 bits set): float32 values, not bf16 ones.
 std::size_t not_bf16(const std::vector<float>& v) {
@@ -119,8 +77,8 @@ std::pair<double, double> agreement(const std::string& path, int n_tokens, const
     CHECK(e.second > 1e-4);
     // The hooks see the bf16 run's activations as float32 values: the logits hook holds the returned
     // logits bit for bit, and the residual streams are not rounded to bf16.
-    REQUIRE(got.logits_hook.data.size() == std::size_t(got.logits.size()));
-    CHECK(std::memcmp(got.logits_hook.data.data(), got.logits.data(), got.logits_hook.data.size() * sizeof(float)) == 0);
+    REQUIRE(got.extra.at("logits").data.size() == std::size_t(got.logits.size()));
+    CHECK(std::memcmp(got.extra.at("logits").data.data(), got.logits.data(), got.extra.at("logits").data.size() * sizeof(float)) == 0);
     for (const auto& r : got.resid) CHECK(not_bf16(r.data) > r.data.size() / 2);
     // Deterministic: the same run twice gives the same bits.
     CHECK(run(bf16, tokens).logits == got.logits);
@@ -159,8 +117,8 @@ TEST_CASE("bf16 products: forward_batch and a thread's own setting", "[model][bf
         const std::vector<std::vector<std::int32_t>> seqs{tokens, std::vector<std::int32_t>(tokens.begin(), tokens.begin() + 8)};
         const auto b = forward_batch(m.config, m.weights, seqs);
         const Mat<float> first = b.sequence(0);
-        CHECK(rel(first.data(), one.data(), std::size_t(one.size())) <= 1e-5);  // bf16 against bf16: a reordering
-        CHECK(rel(first.data(), ref.data(), std::size_t(ref.size())) > 1e-4);   // not the float32 result
+        CHECK(test::relative_error(first.data(), one.data(), std::size_t(one.size())) <= 1e-5);  // bf16 against bf16: a reordering
+        CHECK(test::relative_error(first.data(), ref.data(), std::size_t(ref.size())) > 1e-4);   // not the float32 result
     }
     SECTION("float32 weights leave a thread's bf16 setting in force") {
         m.weights.set_precision(MatmulPrecision::float32);

@@ -38,6 +38,7 @@
 #include <sinkscope/model/hooks.hpp>
 #include <sinkscope/model/load.hpp>
 
+#include "model/forward_compare.hpp"
 #include "test_paths.hpp"
 
 using namespace sinkscope;
@@ -158,56 +159,17 @@ int view_count(const Weights<float>& w) {
     return n;
 }
 
-struct Run {
-    Mat<float> logits;
-    std::vector<Captured<float>> resid;  // blocks.{l}.hook_resid_post
-    std::vector<std::int64_t> pattern_shape;
-};
-
+using Run = test::ForwardRun;
+using test::some_tokens;
 Run run(const LoadedModel<float>& m, const std::vector<std::int32_t>& tokens) {
-    HookSet<float> hooks;
-    ActivationCache<float> cache;
-    std::vector<std::string> names;
-    for (std::int64_t l = 0; l < m.config.n_layers; ++l) names.push_back("blocks." + std::to_string(l) + ".hook_resid_post");
-    names.push_back("blocks.0.attn.hook_pattern");
-    cache.attach(hooks, names);
-    Run r;
-    r.logits = forward(m.config, m.weights, tokens, &hooks);
-    for (std::int64_t l = 0; l < m.config.n_layers; ++l) r.resid.push_back(cache[names[std::size_t(l)]]);
-    r.pattern_shape = cache["blocks.0.attn.hook_pattern"].shape;
-    return r;
+    return test::run_capturing(m, tokens, {"blocks.0.attn.hook_pattern"});
 }
-
-double rel(const float* a, const float* b, std::size_t n) {
-    double num = 0, den = 0;
-    for (std::size_t i = 0; i < n; ++i) num += double(a[i] - b[i]) * (a[i] - b[i]), den += double(b[i]) * b[i];
-    return std::sqrt(num / std::max(den, 1e-300));
-}
-
-// Largest ‖Δ‖/‖ref‖ of the logits and of every resid_post; checks the shapes agree.
+// Largest ‖Δ‖/‖ref‖ of the logits and of every resid_post; checks the shapes agree (the pattern's too).
 std::pair<double, double> compare(const Run& got, const Run& ref) {
-    REQUIRE(got.logits.rows() == ref.logits.rows());
-    REQUIRE(got.logits.cols() == ref.logits.cols());
-    CHECK(got.pattern_shape == ref.pattern_shape);
-    const double logits = rel(got.logits.data(), ref.logits.data(), std::size_t(ref.logits.size()));
-    double resid = 0;
-    REQUIRE(got.resid.size() == ref.resid.size());
-    for (std::size_t l = 0; l < ref.resid.size(); ++l) {
-        REQUIRE(got.resid[l].shape == ref.resid[l].shape);
-        resid = std::max(resid, rel(got.resid[l].data.data(), ref.resid[l].data.data(), ref.resid[l].data.size()));
-    }
-    return {logits, resid};
+    CHECK(got.extra.at("blocks.0.attn.hook_pattern").shape == ref.extra.at("blocks.0.attn.hook_pattern").shape);
+    return test::compare_runs(got, ref);
 }
-
-void print(const char* what, std::pair<double, double> e) {
-    if (std::getenv("SINKSCOPE_PRINT_ERRORS")) std::printf("%s: logits %.3g, resid_post max %.3g\n", what, e.first, e.second);
-}
-
-std::vector<std::int32_t> some_tokens(std::int64_t vocab, int n) {
-    std::vector<std::int32_t> t{1};
-    for (int i = 1; i < n; ++i) t.push_back(std::int32_t((i * 7919 + 13) % vocab));
-    return t;
-}
+void print(const char* what, std::pair<double, double> e) { test::print_errors(what, e); }
 
 }  // namespace
 
@@ -245,7 +207,7 @@ TEST_CASE("file-type weights: stories260K as Q8_0/F16 agrees with its float32 lo
         const auto b = forward_batch(file.config, file.weights, seqs);
         const auto bd = forward_batch(dense.config, dense.weights, seqs);
         REQUIRE(b.logits.rows() == bd.logits.rows());
-        CHECK(rel(b.logits.data(), bd.logits.data(), std::size_t(bd.logits.size())) <= 1e-5);
+        CHECK(test::relative_error(b.logits.data(), bd.logits.data(), std::size_t(bd.logits.size())) <= 1e-5);
     }
 }
 
