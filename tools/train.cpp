@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     train::TrainConfig t;
     t.steps = 600; t.batch = 8; t.optim.lr = 3e-3; t.optim.warmup_steps = 30; t.optim.weight_decay = 0.1;
     t.optim.beta2 = 0.95; t.checkpoint_every = 100; t.eval_sequences = 8;
-    std::string task = "bigram-backcopy", text_tokens, prepare, tokens_out, out, window, parallel = "sequences", precision = "float32";
+    std::string task = "bigram-backcopy", text_tokens, prepare, tokens_out, out, window, parallel = "sequences", matmul_precision = "float32";
     std::int64_t seq_len = 128, n_tokens = 64, triggers = 3, text_vocab = 257, text_bos = 256, log_every = 10;
     double dirichlet = 0.2, zipf_s = 1.0;
     std::uint64_t task_seed = 1;
@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
     app.add_option("--parallel", parallel, "sequences | gemm: OpenMP over sequences or inside the GEMMs")
         ->check(CLI::IsMember({"sequences", "gemm"}))->capture_default_str()->group("Run");
     app.add_option("--log-every", log_every, "steps between progress lines")->capture_default_str()->group("Run");
-    app.add_option("--precision", precision, "float32 | bf16: bf16 products with float32 accumulation and master weights (oneDNN)")
+    app.add_option("--precision", matmul_precision, "float32 | bf16: bf16 products with float32 accumulation and master weights (oneDNN)")
         ->check(CLI::IsMember({"float32", "bf16"}))->capture_default_str()->group("Run");
     app.add_flag("--double", dbl, "train in double precision (slow; for checks)")->group("Run");
     app.add_flag("--no-check-finite", [&](std::int64_t) { t.check_finite = false; }, "skip the per-activation NaN/inf check")->group("Run");
@@ -287,7 +287,7 @@ int main(int argc, char** argv) {
                     t.loss.end = std::stoll(window.substr(comma + 1));
                 }
                 t.parallel = parallel == "gemm" ? train::Parallelism::gemm : train::Parallelism::sequences;
-                t.precision = precision == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
+                t.precision = matmul_precision == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
                 t.optim.total_steps = t.steps;
                 t.model = c;
                 tr = std::make_unique<train::Trainer<T>>(t, train::make_data(t.task));
