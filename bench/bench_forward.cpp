@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
         const double median = times[times.size() / 2];
         // With compute=bf16, the rates that bound it (layers/bf16_matmul.hpp, same threads): the bf16 GEMM at
         // 2048³, the forward's own linear products at T rows (linear_forward, weights converted to bf16 on
-        // every call, as the forward does), and what converting the weights alone costs (a scalar loop in memory
-// order: what a cache of bf16 weights would save, at most).
+        // every call, as the forward does), and what converting the weights alone costs (bf16_matmul's own conversion,
+// in memory order: what a cache of bf16 weights would save, at most).
         std::string bf16_fields;
         if (compute == "bf16") {
             auto median_s = [](int runs, auto&& f) {
@@ -108,9 +108,7 @@ int main(int argc, char** argv) {
                 const model::detail::ForwardPrecision bf16(m.weights);  // as in the forward: no bf16 weight copy kept
                 linear_s += count * median_s(5, [&] { model::linear_forward(y, x, *W, model::Vec<float>()); });
                 packed.resize(std::size_t(W->size()));
-                pack_s += count * median_s(5, [&] {
-                    for (Eigen::Index i = 0; i < W->size(); ++i) packed[std::size_t(i)] = model::to_bf16_bits(W->data()[i]);
-                });
+                pack_s += count * median_s(5, [&] { model::detail::convert_bf16(packed.data(), W->data(), W->size()); });
                 linear_flop += count * 2.0 * double(n_tokens) * double(W->rows()) * double(W->cols());
             }
             std::ostringstream os;
