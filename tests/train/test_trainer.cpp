@@ -171,6 +171,13 @@ TEST_CASE("trace: uniform attention gives α₀ = H_T / T; an injected spike is 
     for (const auto& L : r.layers) {
         for (double a : L.alpha0) CHECK(a == Approx(H / 12).epsilon(1e-12));
         CHECK(L.sink_rate == 0.0);  // H_12/12 = 0.259 < 0.3
+        // Key k is seen by queries t ≥ k, each paying 1/(t+1): α_k = (H_12 − H_k) / (12 − k).
+        REQUIRE(L.alpha_k.size() == std::size_t(kTracedPositions));
+        double Hk = 0;
+        for (std::size_t k = 0; k < L.alpha_k.size(); ++k) {
+            CHECK(L.alpha_k[k] == Approx((H - Hk) / double(12 - k)).epsilon(1e-12));
+            Hk += 1.0 / double(k + 1);
+        }
     }
     const auto r8 = measure_trace(c, w, {{1, 2, 3, 4, 5, 6, 7, 8, 9}}, LossMask{}, 0.3);
     CHECK(r8.layers[0].sink_rate == 1.0);  // H_8/8 = 0.340 > 0.3

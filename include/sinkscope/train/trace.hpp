@@ -4,6 +4,8 @@
 //   sink rate per layer (Gu et al.): α₀(l, h) = (1/T) Σ_t A_{l,h}[t, 0], the mean attention every query
 //     pays to position 0 (with a sink token: the sink); a head is a sink head when α₀ > ε (ε = 0.3).
 //     sink_rate(l) = fraction of layer l's heads that are sink heads, averaged over the sequences.
+//   where the sink sits: α_k(l) = (1/H) Σ_h (1/(T−k)) Σ_{t≥k} A_{l,h}[t, k] for the first key positions
+//     k < kTracedPositions, averaged over the sequences (a sink can sit on position 1 for a while, Paper A).
 //   top-3 |x| per layer: the three largest |hook_resid_post| entries of the layer over all sequences,
 //     with their channel and position (Sun et al.'s massive-activation report), and the median |x|
 //     (mean over sequences of the per-sequence median), so that top1 / median shows how extreme a peak is.
@@ -35,9 +37,12 @@ struct Peak {
     std::int64_t position = -1;
 };
 
+inline constexpr std::int64_t kTracedPositions = 4;  // key positions k of alpha_k
+
 struct LayerTrace {
     double sink_rate = 0;              // fraction of heads with α₀ > ε (mean over sequences)
     std::vector<double> alpha0;        // per head, mean over sequences
+    std::vector<double> alpha_k;       // α_k averaged over heads and sequences, k < min(kTracedPositions, T)
     std::array<Peak, 3> top{};         // top-3 |resid_post|
     double median_abs = 0;             // mean of per-sequence medians of |resid_post|
     double p0_norm = 0;                // mean ‖resid_post[0]‖
@@ -56,7 +61,7 @@ struct TraceRecord {
         for (const auto& l : layers) {
             nlohmann::json top = nlohmann::json::array();
             for (const auto& p : l.top) top.push_back({{"abs", p.value}, {"channel", p.channel}, {"position", p.position}});
-            L.push_back({{"sink_rate", l.sink_rate}, {"alpha0", l.alpha0}, {"top3", top}, {"median_abs", l.median_abs},
+            L.push_back({{"sink_rate", l.sink_rate}, {"alpha0", l.alpha0}, {"alpha_k", l.alpha_k}, {"top3", top}, {"median_abs", l.median_abs},
                          {"p0_norm", l.p0_norm}, {"rest_norm", l.rest_norm}});
         }
         return {{"step", step}, {"train_loss", train_loss}, {"val_loss", val_loss}, {"sink_rate", sink_rate}, {"layers", L}};
@@ -80,8 +85,12 @@ TraceRecord measure_trace(const model::Config& c, const model::Weights<T>& w,
                           const std::vector<std::vector<std::int32_t>>& sequences, const LossMask& mask, double eps = 0.3) {
     TraceRecord rec;
     rec.layers.resize(c.n_layers);
-    for (auto& l : rec.layers) l.alpha0.assign(c.n_heads, 0.0);
     const double S = double(sequences.size());
+    const std::size_t K = sequences.empty() ? 0 : std::size_t(std::min<std::int64_t>(kTracedPositions, std::int64_t(sequences[0].size()) - 1));
+    for (auto& l : rec.layers) {
+        l.alpha0.assign(c.n_heads, 0.0);
+        l.alpha_k.assign(K, 0.0);
+    }
     LossSum loss;
     for (const auto& seq : sequences) {
         const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
@@ -95,6 +104,8 @@ TraceRecord measure_trace(const model::Config& c, const model::Weights<T>& w,
                     const double alpha0 = measures::received_attention(a.data + h * n * n, n, 0);
                     L.alpha0[h] += alpha0 / S;
                     sinks += measures::is_sink(alpha0, eps);
+                    for (std::size_t k = 0; k < L.alpha_k.size() && std::int64_t(k) < n; ++k)
+                        L.alpha_k[k] += measures::received_attention(a.data + h * n * n, n, std::int64_t(k)) / double(H) / S;
                 }
                 L.sink_rate += double(sinks) / double(H) / S;
                 (void)c;
