@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
     train::TrainConfig t;
     t.steps = 600; t.batch = 8; t.optim.lr = 3e-3; t.optim.warmup_steps = 30; t.optim.weight_decay = 0.1;
     t.optim.beta2 = 0.95; t.checkpoint_every = 100; t.eval_sequences = 8;
-    std::string task = "bigram-backcopy", text_tokens, prepare, tokens_out, out, window, parallel = "sequences", matmul_precision = "float32";
+    std::string task = "bigram-backcopy", text_tokens, text_heldout, prepare, tokens_out, out, window, parallel = "sequences", matmul_precision = "float32";
     std::int64_t seq_len = 128, n_tokens = 64, triggers = 3, text_vocab = 257, text_bos = 256, log_every = 10;
     double dirichlet = 0.2, zipf_s = 1.0;
     std::uint64_t task_seed = 1;
@@ -201,6 +201,8 @@ int main(int argc, char** argv) {
     app.add_flag("--no-bos", no_bos, "synthetic tasks: no [BOS] at position 0")->group("Data");
     app.add_option("--task-seed", task_seed, "seed of the task (bigram table, data stream)")->capture_default_str()->group("Data");
     app.add_option("--text-tokens", text_tokens, "text: uint16 token file (see --prepare-text)")->group("Data");
+    app.add_option("--text-heldout", text_heldout, "text: held-out uint16 token file for validation (scripts/make_english_corpus.sh); "
+                                                   "default: every 20th block of --text-tokens")->group("Data");
     app.add_option("--text-vocab", text_vocab, "text: vocabulary size of the token file")->capture_default_str()->group("Data");
     app.add_option("--text-bos", text_bos, "text: BOS id prepended to each window (-1: none)")->capture_default_str()->group("Data");
     app.add_option("--prepare-text", prepare, "write byte-level tokens of this UTF-8 text file to --tokens, then exit")->group("Data");
@@ -273,6 +275,7 @@ int main(int argc, char** argv) {
                     if (text_tokens.empty()) throw Error("--task text needs --text-tokens FILE (make one with --prepare-text)");
                     t.task = {{"kind", "text"}, {"path", fs::absolute(text_tokens).string()}, {"vocab", text_vocab},
                               {"seq_len", seq_len}, {"seed", task_seed}, {"bos", text_bos}};
+                    if (!text_heldout.empty()) t.task["heldout"] = fs::absolute(text_heldout).string();
                     c.vocab_size = text_vocab;
                 } else {
                     t.task = {{"kind", task}, {"n_tokens", n_tokens}, {"seq_len", seq_len}, {"seed", task_seed}, {"bos", !no_bos}};

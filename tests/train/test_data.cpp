@@ -123,6 +123,30 @@ TEST_CASE("text corpus: windows are slices of the file, split by block, bad file
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("text corpus: a held-out file gives every validation window and no training window", "[train][data]") {
+    const auto dir = std::filesystem::temp_directory_path() / "sinkscope_test_heldout";
+    std::filesystem::create_directories(dir);
+    const std::string train = (dir / "train.u16").string(), heldout = (dir / "heldout.u16").string(), tiny = (dir / "tiny.u16").string();
+    auto write = [](const std::string& path, std::int64_t n, std::uint16_t base) {
+        std::ofstream f(path, std::ios::binary);
+        for (std::int64_t i = 0; i < n; ++i) { const std::uint16_t v = std::uint16_t(base + i % 1000); f.write(reinterpret_cast<const char*>(&v), 2); }
+    };
+    write(train, 2 * TextCorpus::kBlock, 0);   // ids 0..999
+    write(heldout, 3000, 2000);                // ids 2000..2999: a window from here can only be validation
+    write(tiny, 10, 2000);
+    const TextCorpus c(train, 3000, 16, 4, -1, heldout);
+    for (std::uint64_t i = 0; i < 200; ++i) {
+        for (const auto t : c.sequence(i, false)) CHECK(t < 1000);
+        for (const auto t : c.sequence(i, true)) CHECK(t >= 2000);
+    }
+    CHECK(c.describe().find("held out") != std::string::npos);
+    // Without the held-out file the same training file validates on its own blocks (ids < 1000).
+    for (const auto t : TextCorpus(train, 3000, 16, 4).sequence(0, true)) CHECK(t < 1000);
+    CHECK_THROWS_WITH(TextCorpus(train, 3000, 16, 4, -1, tiny), Catch::Contains("no held-out block") && Catch::Contains(tiny));
+    CHECK_THROWS_WITH(TextCorpus(train, 3000, 16, 4, -1, (dir / "missing.u16").string()), Catch::Contains("cannot open"));
+    std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("Rng: state round trip and the gamma / Dirichlet laws", "[train][data]") {
     Rng a(42);
     a.normal();  // leaves a Box–Muller spare in the state

@@ -27,6 +27,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -173,24 +174,38 @@ public:
 
     // path: uint16 little-endian token ids; vocab: the tokenizer's vocabulary (BOS included if used);
     // bos >= 0: every window is preceded by this token (then a window holds T real tokens).
-    TextCorpus(std::string path, std::int64_t vocab, std::int64_t T, std::uint64_t seed, std::int32_t bos = -1)
-        : path_(std::move(path)), vocab_(vocab), T_(T), seed_(seed), bos_(bos) {
-        std::ifstream f(path_, std::ios::binary | std::ios::ate);
-        require(bool(f), "text corpus: cannot open the token file", {path_, "", {}});
-        const std::int64_t bytes = std::int64_t(f.tellg());
-        require(bytes % 2 == 0, "text corpus: the token file has an odd number of bytes (not uint16 tokens)", {path_, "", {}});
-        n_tokens_ = bytes / 2;
+    // heldout: a second token file of documents kept out of `path` (scripts/make_english_corpus.sh); when
+    // given, every block of `path` trains and the validation windows come from `heldout` alone; when
+    // empty, one block in twenty of `path` validates (is_validation_block).
+    TextCorpus(std::string path, std::int64_t vocab, std::int64_t T, std::uint64_t seed, std::int32_t bos = -1,
+               std::string heldout = "")
+        : path_(std::move(path)), heldout_(std::move(heldout)), vocab_(vocab), T_(T), seed_(seed), bos_(bos) {
         const std::int64_t need = T_ + 1 - (bos_ >= 0 ? 1 : 0);
-        const std::int64_t n_blocks = (n_tokens_ + kBlock - 1) / kBlock;
-        for (std::int64_t b = 0; b < n_blocks; ++b) {
-            const std::int64_t len = std::min(kBlock, n_tokens_ - b * kBlock);
-            if (len < need) continue;
-            (is_validation_block(b) ? val_ : train_).push_back({b * kBlock, len - need + 1});
+        auto blocks_of = [&](const std::string& file, const std::function<bool(std::int64_t)>& validation) {
+            std::ifstream f(file, std::ios::binary | std::ios::ate);
+            require(bool(f), "text corpus: cannot open the token file", {file, "", {}});
+            const std::int64_t bytes = std::int64_t(f.tellg());
+            require(bytes % 2 == 0, "text corpus: the token file has an odd number of bytes (not uint16 tokens)", {file, "", {}});
+            const std::int64_t n = bytes / 2, n_blocks = (n + kBlock - 1) / kBlock;
+            for (std::int64_t b = 0; b < n_blocks; ++b) {
+                const std::int64_t len = std::min(kBlock, n - b * kBlock);
+                if (len < need) continue;
+                (validation(b) ? val_ : train_).push_back({b * kBlock, len - need + 1});
+            }
+            return n;
+        };
+        if (heldout_.empty()) {
+            n_tokens_ = blocks_of(path_, is_validation_block);
+        } else {
+            n_tokens_ = blocks_of(path_, [](std::int64_t) { return false; });
+            n_heldout_ = blocks_of(heldout_, [](std::int64_t) { return true; });
+            require(!val_.empty(), "text corpus: no held-out block holds a window of " + std::to_string(need) + " tokens",
+                    {heldout_, "", {}});
         }
         require(!train_.empty(), "text corpus: no training block holds a window of " + std::to_string(need) + " tokens",
                 {path_, "", {}});
         if (val_.empty()) val_ = train_;  // tiny corpora: validate on training text (said in describe())
-        shared_val_ = val_.size() == train_.size() && val_.front().start == train_.front().start;
+        shared_val_ = heldout_.empty() && val_.size() == train_.size() && val_.front().start == train_.front().start;
         for (const auto* list : {&train_, &val_}) {
             auto& cum = list == &train_ ? train_cum_ : val_cum_;
             double s = 0;
@@ -205,18 +220,19 @@ public:
         const std::size_t bi = rng.categorical(cum);
         const std::int64_t start = blocks[bi].start + std::int64_t(rng.below(std::uint64_t(blocks[bi].windows)));
         const std::int64_t need = T_ + 1 - (bos_ >= 0 ? 1 : 0);
+        const std::string& file = validation && !heldout_.empty() ? heldout_ : path_;
         std::vector<unsigned char> raw(std::size_t(need) * 2);
-        std::ifstream f(path_, std::ios::binary);
+        std::ifstream f(file, std::ios::binary);
         f.seekg(start * 2);
         f.read(reinterpret_cast<char*>(raw.data()), need * 2);
-        require(bool(f), "text corpus: short read at token " + std::to_string(start), {path_, "", std::uint64_t(start * 2)});
+        require(bool(f), "text corpus: short read at token " + std::to_string(start), {file, "", std::uint64_t(start * 2)});
         std::vector<std::int32_t> s;
         s.reserve(T_ + 1);
         if (bos_ >= 0) s.push_back(bos_);
         for (std::int64_t i = 0; i < need; ++i) {
             const std::int32_t tok = std::int32_t(raw[2 * i]) | std::int32_t(raw[2 * i + 1]) << 8;  // little-endian
             require(tok < vocab_, "text corpus: token id " + std::to_string(tok) + " is outside the vocabulary " +
-                                      std::to_string(vocab_), {path_, "", std::uint64_t(start * 2)});
+                                      std::to_string(vocab_), {file, "", std::uint64_t((start + i) * 2)});
             s.push_back(tok);
         }
         return s;
@@ -224,6 +240,10 @@ public:
     std::int64_t vocab_size() const override { return vocab_; }
     std::int64_t seq_len() const override { return T_; }
     std::string describe() const override {
+        if (!heldout_.empty())
+            return "text(" + path_ + ", " + std::to_string(n_tokens_) + " tokens in " + std::to_string(train_.size()) +
+                   " train blocks; held out: " + heldout_ + ", " + std::to_string(n_heldout_) + " tokens in " +
+                   std::to_string(val_.size()) + " blocks of " + std::to_string(kBlock) + ")";
         return "text(" + path_ + ", " + std::to_string(n_tokens_) + " tokens, " + std::to_string(train_.size()) + " train / " +
                (shared_val_ ? std::string("no separate validation") : std::to_string(val_.size()) + " validation") +
                " blocks of " + std::to_string(kBlock) + ")";
@@ -234,11 +254,11 @@ public:
 
 private:
     struct Block { std::int64_t start, windows; };
-    std::string path_;
+    std::string path_, heldout_;
     std::int64_t vocab_, T_;
     std::uint64_t seed_;
     std::int32_t bos_;
-    std::int64_t n_tokens_ = 0;
+    std::int64_t n_tokens_ = 0, n_heldout_ = 0;
     std::vector<Block> train_, val_;
     std::vector<double> train_cum_, val_cum_;
     bool shared_val_ = false;

@@ -154,7 +154,7 @@ inline std::shared_ptr<DataSource> make_data(const nlohmann::json& t) {
     if (kind == "text")
         return std::make_shared<TextCorpus>(t.at("path").get<std::string>(), t.at("vocab").get<std::int64_t>(),
                                             t.at("seq_len").get<std::int64_t>(), t.value("seed", std::uint64_t(1)),
-                                            t.value("bos", std::int32_t(-1)));
+                                            t.value("bos", std::int32_t(-1)), t.value("heldout", std::string()));
     throw Error("unknown task kind '" + kind + "' (bigram-backcopy, zipf or text)");
 }
 
