@@ -237,6 +237,72 @@ def fig_a4(r, m):
     return [rel]
 
 
+def fig_a4_scale(r, m):
+    """The scale sweep: each quantity against training compute and non-embedding parameters (log x), every
+    run's trajectory (thin), its last checkpoint (dot), the fitted trend at the last checkpoints with its
+    95% band (stratified bootstrap over seeds), and Sun's criterion where the axis shows it."""
+    rows = csv_rows(m, "checkpoints.csv")
+    trends = m["results"].get("trends", {})
+    if not rows:
+        return []
+    # (column, label, log y axis): ratios near 1 and losses read better on a linear axis (the fit is still on log10)
+    quantities = [("sink_rate", "sink rate (all layers)", False), ("p0_norm_ratio", "‖x_0‖ / mean ‖x_t‖ (max over layers)", False),
+                  ("top1_over_median", "top |x| / median |x| (max over layers)", True), ("val_loss", "validation loss", False)]
+    colors = {"bigram-backcopy": "tab:blue", "zipf": "tab:orange", "text": "tab:green"}
+    path, rel = r.figure("a4_scale_sweep")
+    fig, axs = plt.subplots(2, len(quantities), figsize=(16, 7))
+    runs = {}
+    for x in rows:
+        runs.setdefault(x["job"], []).append(x)
+    for row, axis, key in ((0, "flop", "flop"), (1, "parameters", "non_embedding_parameters")):
+        for col, (q, label, logy) in enumerate(quantities):
+            ax = axs[row][col]
+            for job, pts in runs.items():
+                task = pts[0]["task"]
+                xs = [float(p[key]) for p in pts if float(p["step"]) > 0]
+                ys = [float(p[q]) for p in pts if float(p["step"]) > 0]
+                if not xs:
+                    continue
+                if row == 0:
+                    ax.plot(xs, ys, "-", color=colors.get(task, "gray"), alpha=0.25, lw=0.8)
+                ax.plot(xs[-1:], ys[-1:], "o", color=colors.get(task, "gray"), ms=3)
+            for task, tj in trends.items():
+                t = tj.get(axis, {}).get(q)
+                if not t or t.get("slope") is None:
+                    continue
+                bx = np.power(10.0, t["band_x"])
+                line = t["intercept"] + t["slope"] * np.asarray(t["band_x"])
+                lo, hi = np.asarray(t["band_lo"], dtype=float), np.asarray(t["band_hi"], dtype=float)
+                if t["log_y"]:
+                    line, lo, hi = np.power(10.0, line), np.power(10.0, lo), np.power(10.0, hi)
+                ax.plot(bx, line, "--", color=colors.get(task, "gray"), lw=1.2,
+                        label=f"{task}: slope {t['slope']:.2f} [{t['slope_ci'][0]:.2f}, {t['slope_ci'][1]:.2f}]")
+                ax.fill_between(bx, lo, hi, color=colors.get(task, "gray"), alpha=0.15)
+            if q == "top1_over_median":
+                ax.axhline(1000, color="red", lw=0.8, ls=":", label="Sun et al.: 1000× median")
+                notes = []
+                for task, tj in trends.items():
+                    sun = tj.get(axis, {}).get("reach_sun", {})
+                    reach = sun.get("top1_over_median_1000", {})
+                    if reach.get("log10_x") is not None:
+                        lo, hi = reach.get("ci", [None, None])
+                        band = f" [{lo:.1f}, {hi:.1f}]" if lo is not None and hi is not None else ""
+                        notes.append(f"{task}: 1000× at 10^{reach['log10_x']:.1f}{band}" +
+                                     (" (extrapolated)" if sun.get("extrapolated") else ""))
+                if notes:
+                    ax.text(0.02, 0.98, "\n".join(notes), transform=ax.transAxes, va="top", fontsize=6)
+            ax.set_xscale("log")
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            if logy:
+                ax.set_yscale("log")
+                ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.set_xlabel("training compute (FLOP)" if row == 0 else "non-embedding parameters")
+            ax.set_ylabel(label, fontsize=8)
+            ax.legend(fontsize=6)
+    save(fig, path)
+    return [rel]
+
+
 def fig_b1(r, m):
     rows = csv_rows(m, "sub_blocks.csv")
     if not rows:
@@ -403,6 +469,7 @@ EXPERIMENTS = [
     ("a2_p0_circuit", ["A2"], fig_a2),
     ("a3_cone_model", ["A3"], fig_a3),
     ("a4_training_trace", ["A4"], fig_a4),
+    ("a4_scale_sweep", ["A4-scale"], fig_a4_scale),
     ("b1_spike_lifecycle", ["B1"], fig_b1),
     ("b2_quadratic_ffn", ["B2"], fig_b2),
     ("b3_vocab_position0", ["B3a", "B3b"], fig_b3),

@@ -32,7 +32,7 @@ done
 t0=$(date +%s)
 experiments=(a1_bos_ablation a2_p0_circuit a3_cone_model b1_spike_lifecycle b2_quadratic_ffn b3_vocab_position0
              b4_rmsnorm_sparsity b5_sink_keys c1_spike_to_sink p1_massive_ablation p2_streaming_window a4_training_trace
-             b6_ablations)
+             a4_scale_sweep b6_ablations)
 if [[ -n "$only" ]]; then
   sel=()
   for e in "${experiments[@]}"; do [[ ",$only," == *",${e%%_*},"* || ",$only," == *",$e,"* ]] && sel+=("$e"); done
@@ -66,8 +66,34 @@ flags() {
     full:p2_streaming_window) echo "--samples 16 --seq-len 512 --window 128" ;;
     full:a4_training_trace) echo "--steps 2000 --every 50" ;;
     full:b6_ablations) echo "--steps 1500" ;;
+    full:a4_scale_sweep) echo "--seeds 5" ;;
     *) echo "" ;;
   esac
+}
+
+# The scale sweep's jobs are independent: its plan prints one command per job, run $jobs at a time
+# (as GNU parallel or a Slurm array would), then one call merges them and decides.
+run_experiment() {
+  local e=$1
+  if [[ $e == a4_scale_sweep && $size != smoke ]]; then
+    # shellcheck disable=SC2046
+    "$bdir"/experiments/"$e" $(flags "$e") --out out/"$e" --plan > out/"$e".plan || return 1
+    mkdir -p out/"$e"/logs
+    local i=0 pids=() cmd status=0
+    while read -r cmd; do
+      $cmd > out/"$e"/logs/job_$i.log 2>&1 &
+      pids+=($!); i=$((i + 1))
+      if ((${#pids[@]} >= jobs)); then wait "${pids[0]}" || status=1; pids=("${pids[@]:1}"); fi
+      echo "   job $i of $(wc -l < out/"$e".plan) started"
+    done < out/"$e".plan
+    for p in "${pids[@]}"; do wait "$p" || status=1; done
+    ((status == 0)) || { echo "reproduce: a job of $e failed (out/$e/logs/)" >&2; return 1; }
+    # shellcheck disable=SC2046
+    "$bdir"/experiments/"$e" $(flags "$e") --out out/"$e" --merge
+  else
+    # shellcheck disable=SC2046
+    "$bdir"/experiments/"$e" $(flags "$e") --out out/"$e"
+  fi
 }
 
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1} OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -79,7 +105,7 @@ for e in "${experiments[@]}"; do
   echo "== [$k/$n] $e $(flags "$e")"
   s=$(date +%s)
   # shellcheck disable=SC2046
-  if ! "$bdir"/experiments/"$e" $(flags "$e") --out out/"$e"; then
+  if ! run_experiment "$e"; then
     echo "reproduce: $e failed (its row will say 'not run')" >&2
     failed+=("$e")
     rm -f out/"$e"/meta.json

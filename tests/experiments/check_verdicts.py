@@ -16,7 +16,7 @@ import sys
 
 OUTCOMES = {"reproduced", "not reproduced", "not shown at this scale", "not applicable"}
 NULL_OK = {"not reproduced", "not applicable"}
-TRAINS_ITS_OWN_MODEL = {"a4_training_trace", "b6_ablations"}
+TRAINS_ITS_OWN_MODEL = {"a4_training_trace", "a4_scale_sweep", "b6_ablations"}
 
 
 def is_num(x):
