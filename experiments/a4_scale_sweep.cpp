@@ -117,10 +117,10 @@ struct TextData {
     std::int64_t vocab = 512, bos = -1;
 };
 
-train::TrainConfig job_config(const Job& j, const TextData& text, std::int64_t eval) {
+train::TrainConfig job_config(const Job& j, const TextData& text, std::int64_t eval, bool bos) {
     const Point& p = j.point;
     TrainSize z{p.layers, p.d_model, p.heads, p.seq_len, 64, 3, p.steps, p.batch, eval, p.lr, 1e-4,
-                p.task == "text" ? "zipf" : p.task, false, 0, "guo"};
+                p.task == "text" ? "zipf" : p.task, bos, 0, "guo"};
     auto t = train_config(z, 1000 + std::uint64_t(j.seed), [&](train::TrainConfig& c) {
         if (p.task != "text") return;
         c.task = {{"kind", "text"}, {"path", fs::absolute(text.path).string()}, {"vocab", text.vocab},
@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
     add_common(app, opt);
     std::string preset_name = "cpu";
     std::int64_t seeds = 3, job = -1, eval = 16;
-    bool plan = false, merge_only = false;
+    bool plan = false, merge_only = false, bos = false;
     TextData text;
     app.add_option("--preset", preset_name, "cpu | workstation | gpu (the grids are in the source)")->capture_default_str();
     app.add_option("--seeds", seeds, "seeds per grid point (the rule needs >= 3)")->capture_default_str();
@@ -278,6 +278,7 @@ int main(int argc, char** argv) {
     app.add_flag("--plan", plan, "print the jobs (one command each) and their expected time, write plan.json, exit");
     app.add_option("--job", job, "run only job I (0-based; e.g. $SLURM_ARRAY_TASK_ID), then exit without merging");
     app.add_flag("--merge", merge_only, "train nothing: merge the finished jobs in --out and decide");
+    app.add_flag("--bos", bos, "synthetic tasks start with [BOS] (not Paper A's premise: a check that the rule responds where a sink forms)");
     app.add_option("--text-tokens", text.path, "uint16 token file for the text task (scripts/make_text_tokens.sh)");
     app.add_option("--text-vocab", text.vocab, "vocabulary of --text-tokens")->capture_default_str();
     app.add_option("--text-heldout", text.heldout, "held-out uint16 token file (validation); default: every 20th block of --text-tokens");
@@ -296,21 +297,22 @@ int main(int argc, char** argv) {
         Run run("a4_scale_sweep", "A4 at scale: sink and residual peaks against model size and compute, trained without BOS",
                 opt, argc, argv);
         run.config() = {{"preset", preset.name}, {"purpose", preset.purpose}, {"seeds", seeds}, {"eval_sequences", eval},
-                        {"recipe", "guo (training.hpp), no BOS"}, {"jobs", json::array()}};
+                        {"recipe", std::string("guo (training.hpp), ") + (bos ? "with BOS (--bos: not Paper A's premise)" : "no BOS")},
+                        {"bos", bos}, {"jobs", json::array()}};
         run.meta()["model"] = null_run ? "random weights in each job's layout, never trained (null control; --model ignored)"
                                        : "trained from scratch per job (see config.jobs; --model ignored)";
 
         // ---- plan: the jobs, their size and expected time ----
         // Every flag that changes a job, so that `--plan | parallel` (or a Slurm array) runs the same jobs.
         std::string job_command = std::string(argv[0]) + " --preset " + preset.name + " --seeds " + std::to_string(seeds) +
-                                  " --eval " + std::to_string(eval) + " --out " + run.out();
+                                  " --eval " + std::to_string(eval) + " --out " + run.out() + (bos ? " --bos" : "");
         if (opt.random_init >= 0) job_command += " --random-init " + std::to_string(opt.random_init);
         if (has_text) job_command += " --text-tokens " + (text.path.empty() ? std::string("FILE") : text.path) + " --text-vocab " +
                                      std::to_string(text.vocab) + (text.heldout.empty() ? "" : " --text-heldout " + text.heldout);
         json plan_j = json::array();
         double total_flop = 0;
         for (std::size_t i = 0; i < jobs.size(); ++i) {
-            const auto tc = job_config(jobs[i], text, eval);
+            const auto tc = job_config(jobs[i], text, eval, bos);
             const double n_ne = double(count_non_embedding(tc));
             const double flop = flop_per_token(tc.model, std::int64_t(n_ne), jobs[i].point.seq_len) *
                                 double(tc.batch * jobs[i].point.seq_len * tc.steps);
@@ -327,7 +329,7 @@ int main(int argc, char** argv) {
         if (!preset.cuda && !null_run && (plan || whole)) {
             double flop = 0, secs = 0;
             for (std::size_t i : {std::size_t(0), jobs.size() - 1}) {
-                auto tc = job_config(jobs[i], text, eval);
+                auto tc = job_config(jobs[i], text, eval, bos);
                 train::Trainer<float> tr(tc, train::make_data(tc.task));
                 tr.step();
                 const auto t0 = Clock::now();
@@ -362,7 +364,7 @@ int main(int argc, char** argv) {
             run.phase(null_run ? "null control: untrained jobs" : "training");
             for (std::size_t i = 0; i < jobs.size(); ++i) {
                 if (job >= 0 && std::int64_t(i) != job) continue;
-                run_job(jobs[i], job_config(jobs[i], text, eval), run.path("runs/" + jobs[i].name), opt.random_init);
+                run_job(jobs[i], job_config(jobs[i], text, eval, bos), run.path("runs/" + jobs[i].name), opt.random_init);
                 run.progress(std::int64_t(i) + 1, std::int64_t(jobs.size()), "jobs");
             }
             require(job < std::int64_t(jobs.size()), "--job " + std::to_string(job) + ": the preset has " + std::to_string(jobs.size()) + " jobs");
