@@ -481,8 +481,10 @@ int main(int argc, char** argv) {
         }
         const double concentrated = (1.0 + 2.0 / double(std::max<std::int64_t>(1, a4.layers))) / 2.0;
         analysis::Verdict v(
-            "A4-scale: trained without BOS, the sink moves toward layers 0-1 over training and concentrates there, across seeds",
-            "On the preset's largest Bigram-Backcopy model (Guo recipe, no BOS), per seed: share_c = sum of the sink rates "
+            std::string("A4-scale: trained ") + (bos ? "WITH BOS (--bos, a check of the rule, not Paper A's premise)" : "without BOS") +
+                ", the sink moves toward layers 0-1 over training and concentrates there, across seeds",
+            std::string("On the preset's largest Bigram-Backcopy model (Guo recipe, ") + (bos ? "with" : "no") +
+                " BOS), per seed: share_c = sum of the sink rates "
             "(alpha0 > 0.3) of layers 0-1 / sum over all layers, at every checkpoint whose sink rate (all layers) is >= 0.1. "
             "Precondition (else 'not shown at this scale'): >= 3 seeds have >= 3 such checkpoints. Reproduced when (1) the mean "
             "over those seeds of the least-squares change of share_c (Student-t interval over seeds) has lower bound >= 0.1 and "
