@@ -76,6 +76,9 @@ flags() {
 run_experiment() {
   local e=$1
   if [[ $e == a4_scale_sweep && $size != smoke ]]; then
+    # A fresh sweep: finished jobs of an earlier run (perhaps older code) would otherwise be reused.
+    # To resume a killed sweep instead, run its --plan commands and --merge by hand.
+    rm -rf out/"$e"
     # shellcheck disable=SC2046
     "$bdir"/experiments/"$e" $(flags "$e") --out out/"$e" --plan > out/"$e".plan || return 1
     mkdir -p out/"$e"/logs
