@@ -473,7 +473,7 @@ int main(int argc, char** argv) {
                     steps.push_back(r[c].step);
                 }
             const bool enough = std::int64_t(xs.size()) >= kMinCheckpoints;
-            const double change = enough ? analysis::detail::fitted_change(xs, ss) : std::nan("");
+            const double change = enough ? analysis::fitted_change(xs, ss) : std::nan("");
             if (enough && std::isfinite(change)) { changes.push_back(change); last_shares.push_back(ss.back()); }
             per_seed.push_back({{"seed", r.front().seed}, {"sink_checkpoint_steps", steps}, {"shares", ss},
                                 {"change", finite_or_null(change)}, {"final_sink_rate", r.back().sink_rate},

@@ -82,15 +82,12 @@ run_experiment() {
     # shellcheck disable=SC2046
     "$bdir"/experiments/"$e" $(flags "$e") --out out/"$e" --plan > out/"$e".plan || return 1
     mkdir -p out/"$e"/logs
-    local i=0 pids=() cmd status=0
-    while read -r cmd; do
-      $cmd > out/"$e"/logs/job_$i.log 2>&1 &
-      pids+=($!); i=$((i + 1))
-      if ((${#pids[@]} >= jobs)); then wait "${pids[0]}" || status=1; pids=("${pids[@]:1}"); fi
-      echo "   job $i of $(wc -l < out/"$e".plan) started"
-    done < out/"$e".plan
-    for p in "${pids[@]}"; do wait "$p" || status=1; done
-    ((status == 0)) || { echo "reproduce: a job of $e failed (out/$e/logs/)" >&2; return 1; }
+    echo "   $(wc -l < out/"$e".plan) jobs, $jobs at a time (logs: out/$e/logs/)"
+    # Each plan line is one command; xargs runs them $jobs at a time (line number = the log's name)
+    # and fails if any job fails.
+    nl -v0 -w1 -s' ' out/"$e".plan |
+      xargs -P "$jobs" -L1 sh -c 'i=$1; shift; "$@" > "out/'"$e"'/logs/job_$i.log" 2>&1' job ||
+      { echo "reproduce: a job of $e failed (out/$e/logs/)" >&2; return 1; }
     # shellcheck disable=SC2046
     "$bdir"/experiments/"$e" $(flags "$e") --out out/"$e" --merge
   else

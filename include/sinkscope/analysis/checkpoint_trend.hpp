@@ -31,8 +31,8 @@ struct ShareTrend {
     std::int64_t units = 0;
 };
 
-namespace detail {
-// Δ of the least-squares line through the defined points (x_c, s_c); NaN with fewer than two.
+// Δ of the least-squares line through the defined points (x_c, s_c); NaN with fewer than two. Public: the
+// scale sweep applies it to one seed's checkpoints.
 inline double fitted_change(const std::vector<double>& x, const std::vector<double>& s) {
     double mx = 0, ms = 0;
     std::int64_t n = 0;
@@ -47,7 +47,6 @@ inline double fitted_change(const std::vector<double>& x, const std::vector<doub
         if (std::isfinite(s[c])) { sxy += (x[c] - mx) * (s[c] - ms); sxx += (x[c] - mx) * (x[c] - mx); }
     return sxx > 0 ? sxy / sxx * (hi - lo) : std::numeric_limits<double>::quiet_NaN();
 }
-}  // namespace detail
 
 // num[c][i], den[c][i]: unit i at checkpoint c; x[c]: the checkpoint's position (index or step).
 inline ShareTrend share_trend(const std::vector<std::vector<double>>& num, const std::vector<std::vector<double>>& den,
@@ -76,7 +75,7 @@ inline ShareTrend share_trend(const std::vector<std::vector<double>>& num, const
     std::vector<std::size_t> all(n);
     for (std::size_t i = 0; i < n; ++i) all[i] = i;
     t.shares = shares_of(all);
-    t.change = detail::fitted_change(x, t.shares);
+    t.change = fitted_change(x, t.shares);
 
     std::mt19937_64 rng(seed);
     std::uniform_int_distribution<std::size_t> draw(0, n - 1);
@@ -84,7 +83,7 @@ inline ShareTrend share_trend(const std::vector<std::vector<double>>& num, const
     std::vector<std::size_t> pick(n);
     for (int b = 0; b < resamples; ++b) {
         for (auto& p : pick) p = draw(rng);
-        const double d = detail::fitted_change(x, shares_of(pick));
+        const double d = fitted_change(x, shares_of(pick));
         if (std::isfinite(d)) stats.push_back(d);
     }
     if (2 * stats.size() < std::size_t(resamples)) return t;
