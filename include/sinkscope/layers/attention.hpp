@@ -16,10 +16,45 @@
 #include <utility>
 #include <vector>
 
+#include "sinkscope/layers/bf16_matmul.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
 
 namespace sinkscope::model {
+
+// True when this thread's attention products run in bf16 (MatmulSetting::attention; float only). Read it
+// before an OpenMP region and pass it in: the setting is thread-local and the region's workers lack it.
+template <class T>
+bool attention_in_bf16() {
+    return std::is_same_v<T, float> && matmul_precision() == MatmulPrecision::bf16 && matmul_setting_slot().attention;
+}
+
+namespace detail {
+template <class X>
+MatrixRef product_operand(const X& x) { return matrix_ref(x); }
+template <class X>
+MatrixRef product_operand(const Eigen::Transpose<X>& x) { return matrix_ref(x.nestedExpression()).transposed(); }
+}  // namespace detail
+
+// One of the attention's products: C = α·a·b, or C += a·b (accumulate), where a and b are blocks of
+// row-major matrices or their transposes and C a block of a row-major matrix. With `bf16` (float only)
+// a and b are rounded to bf16 and the products summed in float32 (bf16_matmul); otherwise Eigen in T.
+template <class CBlock, class A, class B>
+void attention_product(CBlock&& C, const A& a, const B& b, bool accumulate, bool bf16,
+                       typename std::decay_t<CBlock>::Scalar alpha = 1) {
+    using T = typename std::decay_t<CBlock>::Scalar;
+    if constexpr (std::is_same_v<T, float>) {
+        if (bf16) {
+            require(!accumulate || alpha == 1, "attention_product: a scaled product cannot accumulate");
+            bf16_matmul(C.data(), C.outerStride(), detail::product_operand(a), detail::product_operand(b), accumulate);
+            if (alpha != 1) C *= alpha;
+            return;
+        }
+    }
+    if (accumulate) C.noalias() += a * b;
+    else if (alpha != 1) C.noalias() = (a * b) * alpha;
+    else C.noalias() = a * b;
+}
 
 // Soft cap (Gemma 2): s ← c·tanh(s/c) on every entry of a block; c = 0 leaves it as it is.
 template <class Block>
@@ -46,11 +81,12 @@ struct ScoreRule {
 //   softmax:            p[t, j] = e^{s_j} / Σ_k e^{s_k}
 //   off-by-one / slot:  p[t, j] = e^{s_j} / (e^{s_slot} + Σ_k e^{s_k})   (s_slot = 0 for off-by-one)
 // `slot_scores` holds s_slot per query (empty: no extra slot). `scores` and `pattern` are (T × T).
+// With `bf16` (float only) q·kᵀ takes bf16 inputs (attention_product).
 template <class T, class QBlock, class KBlock>
-void attention_scores_forward(Eigen::Ref<Mat<T>> scores, const QBlock& q, const KBlock& k, ScoreRule rule) {
+void attention_scores_forward(Eigen::Ref<Mat<T>> scores, const QBlock& q, const KBlock& k, ScoreRule rule, bool bf16 = false) {
     const Eigen::Index n = q.rows();
     const std::int64_t window = rule.window;
-    scores.noalias() = (q * k.transpose()) * rule.scale_for<T>(q.cols());
+    attention_product(scores, q, k.transpose(), false, bf16, rule.scale_for<T>(q.cols()));
     rule.cap(scores);
     const T ninf = -std::numeric_limits<T>::infinity();
     for (Eigen::Index t = 0; t < n; ++t) {
@@ -60,17 +96,32 @@ void attention_scores_forward(Eigen::Ref<Mat<T>> scores, const QBlock& q, const 
     }
 }
 
+// Masked keys (score −∞) get exactly 0. Each row's exp runs only over [first, last], its first and last
+// unmasked keys (the causal mask leaves −∞ after t, a window before t − w + 1), with Eigen's vectorised
+// exp; masked keys inside that range (a hook may set any) are zeroed after it, since the vectorised exp
+// clamps −∞ to a tiny positive value (a fused select would fall back to a scalar exp per entry).
 template <class T>
 void softmax_forward(Eigen::Ref<Mat<T>> pattern, const Eigen::Ref<const Mat<T>>& scores, const T* slot_scores) {
+    const T ninf = -std::numeric_limits<T>::infinity();
+    const Eigen::Index n = scores.cols();
     for (Eigen::Index t = 0; t < scores.rows(); ++t) {
-        T m = scores.row(t).maxCoeff();
+        const T* s = scores.data() + t * scores.outerStride();
+        Eigen::Index first = 0, last = n;  // live range [first, last)
+        while (last > 0 && s[last - 1] == ninf) --last;
+        while (first < last && s[first] == ninf) ++first;
+        auto row = pattern.row(t);
+        row.head(first).setZero();
+        row.tail(n - last).setZero();
+        const auto live_scores = scores.row(t).segment(first, last - first).array();
+        T m = last > first ? live_scores.maxCoeff() : ninf;
         if (slot_scores) m = std::max(m, slot_scores[t]);
-        // Masked keys get exactly 0: a vectorised exp clamps −∞ to a tiny positive value in some builds.
-        const T ninf = -std::numeric_limits<T>::infinity();
-        pattern.row(t) = (scores.row(t).array() == ninf).select(T(0), (scores.row(t).array() - m).exp()).matrix();
-        T z = pattern.row(t).sum();
+        auto live = row.segment(first, last - first).array();
+        live = (live_scores - m).exp();
+        for (Eigen::Index j = 0; j < last - first; ++j)
+            if (live_scores(j) == ninf) live(j) = T(0);
+        T z = live.sum();
         if (slot_scores) z += std::exp(slot_scores[t] - m);
-        pattern.row(t) /= z;
+        live /= z;
     }
 }
 
@@ -92,6 +143,7 @@ void causal_attention_forward(Mat<T>& z, const Mat<T>& q, const Mat<T>& k, const
     const std::int64_t n = q.rows(), group = n_heads / n_kv_heads, dh = head_dim, window = rule.window;
     const std::int64_t blocks = (n + kQueryBlock - 1) / kQueryBlock;
     const T scale = rule.scale_for<T>(dh);
+    const bool bf16 = attention_in_bf16<T>();
     z.resize(n, n_heads * dh);
 #pragma omp parallel if (n_heads * blocks > 1)
     {
@@ -103,7 +155,7 @@ void causal_attention_forward(Mat<T>& z, const Mat<T>& q, const Mat<T>& k, const
             const std::int64_t lo = window > 0 ? std::max<std::int64_t>(0, r0 - window + 1) : 0, keys = r1 - lo;
             const std::int64_t g = h / group;
             auto p = buffer.topLeftCorner(rows, keys);
-            p.noalias() = (q.block(r0, h * dh, rows, dh) * k.block(lo, g * dh, keys, dh).transpose()) * scale;
+            attention_product(p, q.block(r0, h * dh, rows, dh), k.block(lo, g * dh, keys, dh).transpose(), false, bf16, scale);
             rule.cap(p);
             for (std::int64_t t = r0; t < r1; ++t) {
                 const std::int64_t j0 = (window > 0 ? std::max<std::int64_t>(0, t - window + 1) : 0) - lo;
@@ -120,7 +172,7 @@ void causal_attention_forward(Mat<T>& z, const Mat<T>& q, const Mat<T>& k, const
                 row.tail(keys - j1).setZero();
             }
             auto zh = z.block(r0, h * dh, rows, dh);
-            zh.noalias() = p * v.block(lo, g * dh, keys, dh);
+            attention_product(zh, p, v.block(lo, g * dh, keys, dh), false, bf16);
             if (slot_value) {
                 const Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> sv(slot_value + g * dh, dh);
                 zh.noalias() += (T(1) - p.rowwise().sum().array()).matrix() * sv;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -56,11 +57,18 @@ namespace sinkscope::model {
 // copy of each weight it multiplies, in thread-local memory (half the float32 weights), until the thread
 // enters another epoch; the weights must not change while one epoch lasts. The Trainer names one epoch
 // per step (weights change only between steps). Epoch 0, the default, keeps no copies.
+//
+// Attention: the attention's own products (q·kᵀ, p·v and their gradients, layers/attention.hpp) follow
+// the setting only when `attention` is set too, as PyTorch's autocast does for training (the Trainer
+// sets it). Inference with bf16 weights (ForwardPrecision) leaves them in float32: a bf16 score
+// s̃ = q̃·k̃ is off by up to about 2⁻⁷·Σ|q_i k_i|, which moves a softmax weight by a factor e^{±δs};
+// with the O(10–100) logits of a sink head that would change the attention pattern being measured.
 enum class MatmulPrecision { float32, bf16 };
 
 struct MatmulSetting {
     MatmulPrecision precision = MatmulPrecision::float32;
     std::uint64_t epoch = 0;  // 0: no reuse of bf16 weight copies
+    bool attention = false;   // the attention's q·kᵀ and p·v (and gradients) in `precision` too
 };
 inline MatmulSetting& matmul_setting_slot() {
     thread_local MatmulSetting s;
@@ -75,8 +83,9 @@ inline std::uint64_t new_matmul_epoch() {
 
 class ScopedMatmulPrecision {
 public:
-    explicit ScopedMatmulPrecision(MatmulPrecision p, std::uint64_t epoch = 0) : saved_(matmul_setting_slot()) {
-        matmul_setting_slot() = {p, epoch};
+    explicit ScopedMatmulPrecision(MatmulPrecision p, std::uint64_t epoch = 0, bool attention = false)
+        : saved_(matmul_setting_slot()) {
+        matmul_setting_slot() = {p, epoch, attention};
     }
     ~ScopedMatmulPrecision() { matmul_setting_slot() = saved_; }
     ScopedMatmulPrecision(const ScopedMatmulPrecision&) = delete;
@@ -174,6 +183,52 @@ inline OneDnn& onednn() {
 
 }  // namespace detail
 
+namespace detail {
+
+#ifdef SINKSCOPE_HAVE_ONEDNN
+// C (M × N, rows of stride ldc) = / += A · B with both operands already bf16 bits: A (M × K) row-major, or
+// column-major when `at`; B (K × N) likewise with `bt`.
+inline void run_bf16_matmul(OneDnn& o, float* C, std::int64_t ldc, const std::uint16_t* a_bits, bool at,
+                            const std::uint16_t* b_bits, bool bt, std::int64_t M, std::int64_t N, std::int64_t K,
+                            bool accumulate) {
+    using dnnl::memory;
+    // A packed transposed is column-major: entry (i, k) at i + k·M; likewise B.
+    const memory::desc ad({M, K}, memory::data_type::bf16, at ? memory::dims{1, M} : memory::dims{K, 1});
+    const memory::desc bd({K, N}, memory::data_type::bf16, bt ? memory::dims{1, K} : memory::dims{N, 1});
+    const memory::desc cd({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
+    const auto key = std::make_tuple(M, N, K, ldc, accumulate, at, bt);
+    auto it = o.cache.find(key);
+    if (it == o.cache.end()) {
+        dnnl::primitive_attr attr;
+        if (accumulate) {
+            dnnl::post_ops ops;
+            ops.append_sum(1.0f);
+            attr.set_post_ops(ops);
+        }
+        // oneDNN 2.x: operation descriptor, then primitive descriptor (the 3.x API folds them together).
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, o.engine);
+        it = o.cache.emplace(key, dnnl::matmul(pd)).first;
+    }
+    memory am(ad, o.engine, const_cast<std::uint16_t*>(a_bits)), bm(bd, o.engine, const_cast<std::uint16_t*>(b_bits));
+    memory cm(cd, o.engine, C);
+    it->second.execute(o.stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    o.stream.wait();
+}
+#endif
+
+[[noreturn]] inline void no_onednn() {
+    throw Error("bf16 products need oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild; "
+                "this build has only float32 products");
+}
+
+// C = 0 (or unchanged when accumulating) for an empty inner dimension.
+inline void empty_product(float* C, std::int64_t ldc, std::int64_t M, std::int64_t N, bool accumulate) {
+    if (!accumulate)
+        for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+}
+
+}  // namespace detail
+
 // C (M × N, row-major float, contiguous rows of stride ldc ≥ N) = / += A (M × K) · B (K × N), A and B
 // rounded to bf16 (see the top of this file). b_is_weight: B is a weight matrix that does not change in
 // the thread's current epoch (ScopedMatmulPrecision), so its bf16 copy may be kept and reused.
@@ -184,13 +239,8 @@ inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const Ma
     const std::int64_t M = A.rows, N = B.cols, K = A.cols;
     if (M == 0 || N == 0) return;
 #ifdef SINKSCOPE_HAVE_ONEDNN
-    using dnnl::memory;
     detail::OneDnn& o = detail::onednn();
-    if (K == 0) {
-        if (!accumulate)
-            for (std::int64_t i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
-        return;
-    }
+    if (K == 0) return detail::empty_product(C, ldc, M, N, accumulate);
     bool at = false, bt = false;
     detail::pack_bf16(o.a, A, at);
     const std::uint16_t* b_bits = nullptr;
@@ -212,30 +262,30 @@ inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const Ma
         detail::pack_bf16(o.b, B, bt);
         b_bits = o.b.data();
     }
-    // A packed transposed is column-major: entry (i, k) at i + k·M; likewise B.
-    const memory::desc ad({M, K}, memory::data_type::bf16, at ? memory::dims{1, M} : memory::dims{K, 1});
-    const memory::desc bd({K, N}, memory::data_type::bf16, bt ? memory::dims{1, K} : memory::dims{N, 1});
-    const memory::desc cd({M, N}, memory::data_type::f32, memory::dims{ldc, 1});
-    const auto key = std::make_tuple(M, N, K, ldc, accumulate, at, bt);
-    auto it = o.cache.find(key);
-    if (it == o.cache.end()) {
-        dnnl::primitive_attr attr;
-        if (accumulate) {
-            dnnl::post_ops ops;
-            ops.append_sum(1.0f);
-            attr.set_post_ops(ops);
-        }
-        // oneDNN 2.x: operation descriptor, then primitive descriptor (the 3.x API folds them together).
-        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, o.engine);
-        it = o.cache.emplace(key, dnnl::matmul(pd)).first;
-    }
-    memory am(ad, o.engine, o.a.data()), bm(bd, o.engine, const_cast<std::uint16_t*>(b_bits)), cm(cd, o.engine, C);
-    it->second.execute(o.stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
-    o.stream.wait();
+    detail::run_bf16_matmul(o, C, ldc, o.a.data(), at, b_bits, bt, M, N, K, accumulate);
 #else
     (void)C; (void)ldc; (void)accumulate; (void)K; (void)b_is_weight;
-    throw Error("bf16 products need oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild; "
-                "this build has only float32 products");
+    detail::no_onednn();
+#endif
+}
+
+// C (M × N, rows of stride ldc) = / += A (M × K) · Wᵀ for a weight W (N × K) stored row-major as bf16 bits
+// (a BF16 tensor read in place, e.g. memory-mapped from a checkpoint): only A is converted. The same
+// arithmetic, bit for bit, as bf16_matmul(C, ldc, A, matrix_ref(W_float).transposed(), …) on W's values.
+inline void bf16_matmul_weight_bits(float* C, std::int64_t ldc, const MatrixRef& A, const std::uint16_t* w_bits,
+                                    std::int64_t N, bool accumulate) {
+    const std::int64_t M = A.rows, K = A.cols;
+    if (M == 0 || N == 0) return;
+#ifdef SINKSCOPE_HAVE_ONEDNN
+    detail::OneDnn& o = detail::onednn();
+    if (K == 0) return detail::empty_product(C, ldc, M, N, accumulate);
+    bool at = false;
+    detail::pack_bf16(o.a, A, at);
+    // Wᵀ (K × N) is W's row-major storage read column-major: entry (k, n) at n·K + k.
+    detail::run_bf16_matmul(o, C, ldc, o.a.data(), at, w_bits, /*bt=*/true, M, N, K, accumulate);
+#else
+    (void)C; (void)ldc; (void)w_bits; (void)accumulate;
+    detail::no_onednn();
 #endif
 }
 

@@ -272,6 +272,7 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
         scores.resize(B * H * P, P);
         pattern.resize(B * H * P, P);
         if (batched) { scores.setConstant(-std::numeric_limits<T>::infinity()); pattern.setZero(); }
+        const bool bf16 = attention_in_bf16<T>();  // read here: the per-head workers do not have the setting
         // Head h of sequence b: its (T_b × T_b) block of the scores or pattern.
         auto head_block = [&](Mat<T>& m, std::int64_t b, std::int64_t h) {
             const std::int64_t len = hook.length(b, n);
@@ -283,7 +284,7 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
 #pragma omp parallel for schedule(static) if (H > 1)
             for (std::int64_t h = 0; h < H; ++h)
                 attention_scores_forward<T>(head_block(scores, b, h), qb.middleCols(h * dh, dh),
-                                            kb.middleCols((h / group) * dh, dh), rule);
+                                            kb.middleCols((h / group) * dh, dh), rule, bf16);
         }
         if (batched) hook.exact(names[HookId::attn_scores], scores.data(), {B, H, P, P});
         else hook.exact(names[HookId::attn_scores], scores.data(), {H, n, n});
@@ -303,7 +304,8 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
             zb.resize(hook.length(b, n), H * dh);
 #pragma omp parallel for schedule(static) if (H > 1)
             for (std::int64_t h = 0; h < H; ++h) {
-                zb.middleCols(h * dh, dh).noalias() = head_block(pattern, b, h) * vb.middleCols((h / group) * dh, dh);
+                attention_product(zb.middleCols(h * dh, dh), head_block(pattern, b, h), vb.middleCols((h / group) * dh, dh),
+                                  false, bf16);
                 if (kv_bias) {
                     // The slot's weight is what the real keys did not take: 1 − Σ_j p[t, j].
                     const auto slot_p = (T(1) - head_block(pattern, b, h).rowwise().sum().array()).matrix();
@@ -402,7 +404,7 @@ class ForwardPrecision {
 public:
     template <class T>
     explicit ForwardPrecision(const Weights<T>& w) : saved_(matmul_setting_slot()), set_(w.precision == MatmulPrecision::bf16) {
-        if (set_) matmul_setting_slot() = {MatmulPrecision::bf16, 0};
+        if (set_) matmul_setting_slot() = {MatmulPrecision::bf16, 0, false};
     }
     ~ForwardPrecision() {
         if (set_) matmul_setting_slot() = saved_;

@@ -94,6 +94,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     const bool kv_bias = c.attention == AttentionKind::kv_bias;
     const bool has_slot = kv_bias || c.attention == AttentionKind::softmax_off_by_one;
     const T scale = T(1) / std::sqrt(T(dh));
+    const bool bf16 = model::attention_in_bf16<T>();  // read here: the per-head workers do not have the setting
 
     // out = z W_Oᵀ + b_O
     Mat<T> dz = Mat<T>::Zero(n, H * dh);  // (n, H·d_h)
@@ -106,7 +107,8 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
         Mat<T> zu(n, H * dh);  // the ungated z, recomputed: P_h v_g (+ p_slot v_bias)
         for (std::int64_t h = 0; h < H; ++h) {
             const std::int64_t g = h / group;
-            zu.middleCols(h * dh, dh).noalias() = tp.pattern.middleRows(h * n, n) * tp.v.middleCols(g * dh, dh);
+            model::attention_product(zu.middleCols(h * dh, dh), tp.pattern.middleRows(h * n, n), tp.v.middleCols(g * dh, dh),
+                                     false, bf16);
             if (kv_bias) {
                 const auto ps = (T(1) - tp.pattern.middleRows(h * n, n).rowwise().sum().array()).matrix();
                 zu.middleCols(h * dh, dh).noalias() += ps * w.sink_kv.row(1).segment(g * dh, dh);
@@ -148,8 +150,8 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                 auto dPb = dP.topLeftCorner(rows, kw);
                 auto dSb = dS.topLeftCorner(rows, kw);
                 // z_h = P_h v_g:   dP = dz_h v_gᵀ,   dv_g += P_hᵀ dz_h
-                dPb.noalias() = dzh * vg.middleRows(k0, kw).transpose();
-                dv.block(k0, g * dh, kw, dh).noalias() += P.transpose() * dzh;
+                model::attention_product(dPb, dzh, vg.middleRows(k0, kw).transpose(), false, bf16);
+                model::attention_product(dv.block(k0, g * dh, kw, dh), P.transpose(), dzh, true, bf16);
                 if (kv_bias) {
                     // z_h += p_slot v_bias:   dp_slot = dz_h · v_bias,   dv_bias += Σ_t p_slot[t] dz_h[t]
                     const Vec<T> ps = (T(1) - P.rowwise().sum().array()).matrix();
@@ -162,8 +164,8 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                                     has_slot);
                 // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
                 dSb *= scale;
-                dq.block(r0, h * dh, rows, dh).noalias() += dSb * kg.middleRows(k0, kw);
-                dk.block(k0, g * dh, kw, dh).noalias() += dSb.transpose() * tp.q.block(r0, h * dh, rows, dh);
+                model::attention_product(dq.block(r0, h * dh, rows, dh), dSb, kg.middleRows(k0, kw), true, bf16);
+                model::attention_product(dk.block(k0, g * dh, kw, dh), dSb.transpose(), tp.q.block(r0, h * dh, rows, dh), true, bf16);
                 if (kv_bias) {
                     // s_slot = q_h · k_bias / √d_h
                     dslot *= scale;

@@ -15,9 +15,10 @@
 //   gemm       sequences one by one; Eigen's GEMMs and the per-head loops use all threads
 //
 // Precision (TrainConfig::precision): float32, or bf16 — every product of a linear layer (forward and
-// backward, layers/linear.hpp) takes bf16 inputs and accumulates in float32 (oneDNN: AMX or AVX512-BF16),
-// like PyTorch's CPU autocast; weights, optimizer state, gradients, norms, softmax and the attention
-// scores stay float32 (master weights in float32). The validation trace always runs in float32.
+// backward, layers/linear.hpp) and of the attention (q·kᵀ, p·v and their gradients, layers/attention.hpp)
+// takes bf16 inputs and accumulates in float32 (oneDNN: AMX or AVX512-BF16), like PyTorch's CPU
+// autocast; weights, optimizer state, gradients, norms, softmax and the scores' storage stay float32
+// (master weights in float32). The validation trace always runs in float32.
 //
 // Faults: a non-finite activation, loss or gradient throws sinkscope::Error naming the step, the layer
 // and the operation (the hook name, or the parameter); nothing is saved after the fault, so the last
@@ -219,7 +220,8 @@ public:
         auto one = [&](std::int64_t b, std::size_t slot) {
             // Thread-local: set on the thread that runs b. One epoch per step: the weights change only
             // between steps, so each thread converts each weight matrix to bf16 once per step.
-            const model::ScopedMatmulPrecision precision(cfg_.precision, epoch);
+            // Attention products in bf16 too under bf16, as torch.autocast computes them.
+            const model::ScopedMatmulPrecision precision(cfg_.precision, epoch, /*attention=*/true);
             const auto seq = data_->sequence(std::uint64_t(step_ * B + b));
             const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
             const auto& tape = recorders_[slot]->record(w_, in);
