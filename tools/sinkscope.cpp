@@ -4,10 +4,11 @@
 //   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos | --no-bos] --hooks NAME[,NAME…] --out DIR
 //                   [--weights float32|file] [--compute exact|int8|bf16]
 //                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json;
-//                                                --weights file keeps a GGUF's linear maps in their file
-//                                                types (memory-mapped), --compute their products' arithmetic;
-//                                                --compute bf16 (float32 weights): dense products with bf16
-//                                                inputs, float32 accumulation (oneDNN); hooks stay float32
+//                                                --weights file keeps the linear maps of a GGUF or HF
+//                                                directory in their file types (memory-mapped), --compute
+//                                                their products' arithmetic; --compute bf16: dense and BF16
+//                                                products with bf16 inputs, float32 accumulation (oneDNN);
+//                                                hooks stay float32
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
 //                   [--bos] [--shard I/N] [--json F] [--batch 8] [--weights float32|file] [--compute exact|int8|bf16]
 //                                                per-layer massive-activation and sink summary; with
@@ -72,28 +73,15 @@ model::LoadedModel<float> load_checked(const std::string& path, const model::Loa
     return train::load_within_memory(path, options, &g_weights);
 }
 
-// --weights file|float32 and --compute exact|int8|bf16 as LoadOptions. int8 is for file-type weights (with
-// float32 ones it computes exactly, as before), bf16 for float32 ones: an Error otherwise, or without oneDNN,
-// before anything is loaded.
+// --weights file|float32 and --compute exact|int8|bf16 as LoadOptions (model::load_options_from: an Error,
+// before anything is loaded, for bf16 without oneDNN).
 model::LoadOptions load_options(const std::string& weights, const std::string& compute) {
-    model::LoadOptions o;
-    o.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
-    o.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
-    if (compute == "bf16") {
-        if (o.storage == model::WeightStorage::file_type)
-            throw Error("--compute bf16 is for float32 weights (the default --weights); with --weights file the "
-                        "products are exact or int8");
-        if (!model::bf16_matmul_available())
-            throw Error("--compute bf16 needs oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild "
-                        "sinkscope; this build has only float32 products");
-        o.precision = model::MatmulPrecision::bf16;
-    }
-    return o;
+    return model::load_options_from(weights, compute);
 }
 
 // meta.json's "compute": the arithmetic the forward used.
 std::string compute_name(const model::Weights<float>& w) {
-    if (w.file_type()) return w.compute == model::QuantCompute::int8 ? "int8" : "exact";
+    if (w.file_type()) return model::to_string(w.compute);
     return w.precision == model::MatmulPrecision::bf16 ? "bf16" : "exact";
 }
 
@@ -121,7 +109,8 @@ int cmd_info(const std::string& path, const model::LoadOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto m = load_checked(path, options);
     std::cout << "model:      " << path << " (" << m.format << ", loaded in " << seconds_since(t0) << " s)\n"
-              << "weights:    " << (m.weights.file_type() ? "linear maps in their file types, memory-mapped"
+              << "weights:    " << (m.weights.file_type() ? "linear maps in their file types, memory-mapped, " +
+                                                                  compute_name(m.weights) + " products"
                                     : m.weights.precision == model::MatmulPrecision::bf16 ? "float32, products with bf16 inputs"
                                                                                           : "float32")
               << " (" << io::format_gib(g_weights.bytes) << ")\n"
@@ -373,11 +362,11 @@ int main(int argc, char** argv) {
     auto* info = app.add_subcommand("info", "architecture, shapes and tensor types of a checkpoint");
     info->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
     std::string weights = "float32", compute = "exact";
-    const std::string weights_help = "file: keep a GGUF's linear maps in their file types, memory-mapped (forward only); "
-                                     "float32: convert every tensor at load";
-    const std::string compute_help = "with --weights file: exact (dequantized tiles, float GEMM) or int8 (8-bit "
-                                     "activations, integer dot products); with --weights float32: exact or bf16 (bf16 "
-                                     "inputs, float32 accumulation; needs oneDNN)";
+    const std::string weights_help = "file: keep the linear maps of a GGUF or Hugging Face directory in their file types "
+                                     "(blocks, F16, BF16), memory-mapped (forward only); float32: convert every tensor at load";
+    const std::string compute_help = "exact (float32 products; file-type maps as dequantized tiles), int8 (8-bit "
+                                     "activations, integer dot products, for block-typed maps) or bf16 (bf16 inputs, "
+                                     "float32 accumulation, for dense float32 and BF16 maps; needs oneDNN)";
     info->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
     info->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
 

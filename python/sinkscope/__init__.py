@@ -191,11 +191,12 @@ class Model:
 
 
 def load(path, weights: str = "float32", compute: str = "exact") -> Model:
-    """Loads a .gguf file, a Hugging Face directory or a sinkscope checkpoint. weights="file" keeps a GGUF's
-    linear maps in their file types, memory-mapped (the CLI's --weights file); compute="int8" quantizes
-    activations for those maps (--compute int8). With float32 weights, compute="bf16" runs the linear
-    products with bf16 inputs and float32 accumulation (--compute bf16; needs oneDNN); activations and
-    captures stay float32."""
+    """Loads a .gguf file, a Hugging Face directory or a sinkscope checkpoint. weights="file" keeps the
+    linear maps of a GGUF (block types, F16, BF16) or a Hugging Face directory (F16, BF16) in their file
+    types, memory-mapped (the CLI's --weights file); compute="int8" quantizes activations for block-typed
+    maps (--compute int8); compute="bf16" runs the products of dense float32 maps and of BF16 maps with
+    bf16 inputs and float32 accumulation (--compute bf16; needs oneDNN). Activations and captures stay
+    float32."""
     return Model(path, weights, compute)
 
 

@@ -51,21 +51,16 @@ struct Intervention {
 class Model {
 public:
     // weights: "float32" (every tensor converted at load; GGUF, HF directory or sinkscope checkpoint) or
-    // "file" (a GGUF's linear maps kept in their file types, memory-mapped); compute: "exact" or "int8"
-    // (file), "exact" or "bf16" (float32: dense products with bf16 inputs, float32 accumulation; oneDNN).
+    // "file" (the linear maps of a GGUF or HF directory kept in their file types, memory-mapped); compute:
+    // "exact", "int8" (block-typed maps) or "bf16" (bf16 inputs, float32 sums; oneDNN): model::load_options_from.
     Model(const std::string& path, const std::string& weights, const std::string& compute) {
-        require(weights == "float32" || weights == "file", "load: weights must be 'float32' or 'file', not '" + weights + "'");
-        require(compute == "exact" || compute == "int8" || compute == "bf16",
-                "load: compute must be 'exact', 'int8' or 'bf16', not '" + compute + "'");
-        require(compute != "bf16" || weights == "float32",
-                "load: compute='bf16' is for weights='float32'; with weights='file' the products are 'exact' or 'int8'");
-        require(compute != "bf16" || model::bf16_matmul_available(),
-                "load: compute='bf16' needs oneDNN: install Debian's libdnnl-dev and rebuild the module");
-        nb::gil_scoped_release release;
         model::LoadOptions o;
-        o.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
-        o.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
-        o.precision = compute == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
+        try {
+            o = model::load_options_from(weights, compute);
+        } catch (const Error& e) {
+            throw Error(std::string("load: ") + e.what());
+        }
+        nb::gil_scoped_release release;
         m_ = train::load_within_memory(path, o);  // an Error naming what it needs, instead of bad_alloc
         names_ = model::hook_names(m_.config);
     }

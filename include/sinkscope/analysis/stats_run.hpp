@@ -163,8 +163,7 @@ inline StatsRun run_stats(const model::LoadedModel<float>& m, const StatsRequest
     // products). Written only for file-type weights and bf16 products, so that a float32 run's JSON stays
     // what it was.
     if (m.weights.file_type())
-        settings["weights"] = {{"storage", "file"},
-                               {"compute", m.weights.compute == model::QuantCompute::int8 ? "int8" : "exact"}};
+        settings["weights"] = {{"storage", "file"}, {"compute", model::to_string(m.weights.compute)}};
     else if (m.weights.precision == model::MatmulPrecision::bf16)
         settings["weights"] = {{"storage", "float32"}, {"compute", "bf16"}};
     StatsRun run{std::move(settings), r.shard, first, end, total,
@@ -186,6 +185,7 @@ inline StatsRun run_stats(const model::LoadedModel<float>& m, const StatsRequest
     // row's sum order.
     const bool exact_batches = m.config.ffn != model::FfnKind::moe && m.config.attention != model::AttentionKind::sink_token &&
                                m.weights.precision != model::MatmulPrecision::bf16 &&
+                               !(m.weights.file_type() && m.weights.compute == model::QuantCompute::bf16) &&
                                std::all_of(samples.begin(), samples.end(), [](const auto& s) { return s.size() % 4 == 0; });
     const std::int64_t per_pass = exact_batches ? r.batch : 1;
     for (std::int64_t i = first; i < end; i += per_pass) {

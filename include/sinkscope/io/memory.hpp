@@ -142,24 +142,47 @@ inline std::uint64_t require_weights_fit(const std::string& path, std::size_t va
     return require_fits(checkpoint_value_count(path), value_bytes, available, path);
 }
 
+namespace detail {
+// Tensors the loader splits, stacks or transposes, so that file-type storage holds them as float32: fused
+// q|k|v (GGUF "qkv", Hugging Face "qkv_proj", GPT-NeoX "query_key_value"), fused gate|up, MoE experts
+// (GGUF "_exps", HF "experts."), and GPT-2's transposed Conv1D maps (c_attn, c_fc, c_proj).
+inline bool loaded_dense(const std::string& name) {
+    for (const char* part : {"qkv", "query_key_value", "gate_up", "_exps", "experts.", "c_attn", "c_fc", "c_proj"})
+        if (name.find(part) != std::string::npos) return true;
+    return false;
+}
+inline std::uint64_t file_type_bytes(const std::string& name, std::size_t rank, bool kept_type, std::uint64_t nbytes,
+                                     std::int64_t n_elements) {
+    const bool in_place = rank == 2 && kept_type && !loaded_dense(name);
+    return in_place ? nbytes : mul_saturating(static_cast<std::uint64_t>(n_elements), 4);
+}
+}  // namespace detail
+
 /// Bytes the checkpoint at `path` takes with file-type storage (model/load.hpp, WeightStorage::file_type):
-/// a GGUF's 2-D tensors of a block type or F16/BF16 at their size in the file (memory-mapped, read in place),
-/// every other tensor as float32 values. Tensors the loader splits or stacks stay float32 there too, so they
-/// count as float32 here: names with "qkv", "gate_up" or "_exps" (fused q|k|v, gate|up, MoE experts). A
-/// safetensors checkpoint loads float32 whatever the storage, so it counts 4 bytes a value.
+/// 2-D tensors of a GGUF block type or F16/BF16 (GGUF or safetensors) at their size in the file
+/// (memory-mapped, read in place), every other tensor as float32 values. Tensors the loader splits, stacks or
+/// transposes stay float32 there too, so they count as float32 here (detail::loaded_dense, by name). A
+/// training run's checkpoint loads float32 whatever the storage, so it counts 4 bytes a value. Position
+/// embeddings (2-D, dense) are counted at their file size: an undercount of at most a few MB.
 inline std::uint64_t checkpoint_file_type_bytes(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
+    if (fs::is_directory(path, ec) && fs::exists(path + "/config.json", ec)) {
+        const SafetensorsCheckpoint ck(path);
+        std::uint64_t n = 0;
+        for (const auto& f : ck.files())
+            for (const auto& t : f->tensors())
+                n = detail::add_saturating(n, detail::file_type_bytes(t.name, t.shape.size(), t.dtype == "BF16" || t.dtype == "F16",
+                                                                      t.nbytes, t.n_elements()));
+        return n;
+    }
     if (fs::is_directory(path, ec) || fs::path(path).extension() == ".safetensors")
         return detail::mul_saturating(checkpoint_value_count(path), 4);
     const GgufFile f(path);
     std::uint64_t n = 0;
-    for (const auto& t : f.tensors()) {
-        const bool split = t.name.find("qkv") != std::string::npos || t.name.find("gate_up") != std::string::npos ||
-                           t.name.find("_exps") != std::string::npos;
-        const bool in_place = t.shape.size() == 2 && t.type != GgmlType::F32 && is_supported(t.type) && !split;
-        n = detail::add_saturating(n, in_place ? t.nbytes : detail::mul_saturating(static_cast<std::uint64_t>(t.n_elements()), 4));
-    }
+    for (const auto& t : f.tensors())
+        n = detail::add_saturating(n, detail::file_type_bytes(t.name, t.shape.size(), t.type != GgmlType::F32 && is_supported(t.type),
+                                                              t.nbytes, t.n_elements()));
     return n;
 }
 

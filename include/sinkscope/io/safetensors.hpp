@@ -236,6 +236,19 @@ public:
         return files_[it->second]->template load<T>(name);
     }
 
+    /// The tensor's entry (dtype, shape, absolute offset in its file) and the file it is in; Error if absent.
+    const SafetensorsTensor& tensor(const std::string& name) const { return entry(name); }
+    const std::string& file_of(const std::string& name) const {
+        (void)entry(name);  // the Error naming the checkpoint when absent
+        return files_[where_.at(name)]->path();
+    }
+
+    /// The tensor's raw bytes in place (memory-mapped; valid while the checkpoint lives), bounds-checked.
+    const std::uint8_t* raw(const std::string& name) const {
+        const SafetensorsTensor& t = entry(name);
+        return files_[where_.at(name)]->raw(t);
+    }
+
     /// All tensor names, sorted.
     std::vector<std::string> names() const {
         std::vector<std::string> out;

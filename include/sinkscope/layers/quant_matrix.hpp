@@ -15,7 +15,12 @@ namespace sinkscope::model {
 enum class QuantCompute {
     exact,  // dequantized tiles × Eigen float32 GEMM: the dense result up to summation order
     int8,   // 8-bit activations, integer dot products (types without an int8 kernel use exact)
+    bf16,   // BF16 weights read in place, activations rounded to bf16, float32 sums (oneDNN; other types use exact)
 };
+
+inline const char* to_string(QuantCompute c) {
+    return c == QuantCompute::int8 ? "int8" : c == QuantCompute::bf16 ? "bf16" : "exact";
+}
 
 /// A non-owning view of a row-major GGUF weight: `rows` (out features) rows of `cols` (in features)
 /// values, each row cols / block_elements(type) consecutive blocks, starting at `data`.

@@ -30,6 +30,11 @@
 //          rounding), i.e. about 2^-8 of Σ_j |W_ij| max_b|x| per block; tests/model/test_quantized_linear.cpp
 //          pins that bound and the measured error.
 //
+//   bf16   A BF16 weight (a Hugging Face checkpoint's usual type) multiplied as it is stored: x is rounded to
+//          bf16 and oneDNN sums in float32 (layers/bf16_matmul.hpp, AMX or AVX512-BF16), bit for bit what
+//          Weights::precision = bf16 computes on the same weights loaded dense. Other types take the exact
+//          path (an F16 or block-typed weight would lose bits if rounded to bf16).
+//
 // The block layouts are io/dequantize.hpp's (its comment has the table); the unpackers below read them
 // into (u, g, c) with its helpers (f16_at, load_qh, scale_min_k4) rather than into floats.
 #pragma once
@@ -56,6 +61,7 @@
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/io/dequantize.hpp"
 #include "sinkscope/io/ggml_types.hpp"
+#include "sinkscope/layers/bf16_matmul.hpp"
 #include "sinkscope/layers/quant_matrix.hpp"
 #include "sinkscope/model/weights.hpp"
 
@@ -513,10 +519,15 @@ inline void linear_forward(Mat<float>& y, const Mat<float>& x, const QuantMatrix
         if (b.size()) y.rowwise() += b.transpose();
         return;
     }
-    if (compute == QuantCompute::int8 && int8_kernel_available(W.type))
+    if (compute == QuantCompute::int8 && int8_kernel_available(W.type)) {
         detail::linear_forward_int8(y, x, W, b);
-    else
+    } else if (compute == QuantCompute::bf16 && W.type == io::GgmlType::BF16) {
+        // The file's bf16 bits are Wᵀ column-major for the product; only x is rounded (bf16_matmul.hpp).
+        bf16_matmul_weight_bits(y.data(), y.cols(), matrix_ref(x), reinterpret_cast<const std::uint16_t*>(W.data), W.rows, false);
+        if (b.size()) y.rowwise() += b.transpose();
+    } else {
         detail::linear_forward_exact(y, x, W, b);
+    }
 }
 
 }  // namespace sinkscope::model

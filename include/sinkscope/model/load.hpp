@@ -7,16 +7,18 @@
 // reader for all of them.
 //
 // Weight storage (LoadOptions, issue 11). WeightStorage::float32 (the default) converts every tensor to T
-// as it is read. WeightStorage::file_type (GGUF, T = float) keeps the plain linear maps of a GGUF in their
-// file types: W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the token embedding and the output head, each read
-// as one (rows × cols) matrix of a block type or F16/BF16, become QuantMatrix views into the memory-mapped
-// file (Weights::file keeps it mapped) and their Mat stays empty; the forward multiplies with them through
-// layers/quantized_linear.hpp (LoadOptions::compute) and dequantizes embedding rows on lookup. Everything
-// else is float32 as before: F32 tensors, norms, biases, the MoE router and experts, and fused tensors that
-// must be split (q|k|v, gate|up, per-head QKV), since a split needs rows the view would not own in order.
-// Safetensors directories have no block types; file_type on one loads float32 (their F16/BF16 stays dense).
-// LoadOptions::precision (float32 storage, T = float) sets Weights::precision: MatmulPrecision::bf16 runs the
-// dense linear products with bf16 inputs and float32 accumulation (layers/bf16_matmul.hpp, oneDNN).
+// as it is read. WeightStorage::file_type (T = float) keeps the plain linear maps in their file types:
+// W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the token embedding and the output head, each read as one
+// (rows × cols) matrix of a GGUF block type or F16/BF16 (GGUF or safetensors), become QuantMatrix views into
+// the memory-mapped file (Weights::file keeps it mapped) and their Mat stays empty; the forward multiplies
+// with them through layers/quantized_linear.hpp (LoadOptions::compute) and dequantizes embedding rows on
+// lookup. Everything else is float32 as before: F32 tensors, norms, biases, the MoE router and experts, and
+// fused tensors that must be split or transposed (q|k|v, gate|up, per-head QKV, GPT-2's Conv1D), since a
+// split needs rows the view would not own in order. A 7B Hugging Face checkpoint in BF16 thus needs about
+// 15 GB instead of 30. LoadOptions::precision (T = float) sets Weights::precision: MatmulPrecision::bf16 runs
+// the dense linear products with bf16 inputs and float32 accumulation (layers/bf16_matmul.hpp, oneDNN);
+// QuantCompute::bf16 does the same with BF16 views, reading their bits in place. load_options_problem holds
+// the rules for combining them.
 #pragma once
 
 #include <filesystem>
@@ -36,19 +38,50 @@
 
 namespace sinkscope::model {
 
-/// How a GGUF's linear maps are kept in memory (file comment).
+/// How a checkpoint's linear maps are kept in memory (file comment).
 enum class WeightStorage {
     float32,    // every tensor converted to T at load (dense Mat; what training, CUDA and analysis need)
-    file_type,  // plain linear maps kept in their GGUF types, memory-mapped (forward and hooks only)
+    file_type,  // plain linear maps kept in their file types (GGUF blocks, F16, BF16), memory-mapped (forward and hooks only)
 };
 
 struct LoadOptions {
     WeightStorage storage = WeightStorage::float32;
     QuantCompute compute = QuantCompute::exact;  // products with file-type maps (Weights::set_compute changes it)
     // Products with dense float maps: float32, or bf16 inputs with float32 accumulation (Weights::set_precision;
-    // bf16 needs float32 storage, T = float and oneDNN).
+    // bf16 needs T = float and oneDNN).
     MatmulPrecision precision = MatmulPrecision::float32;
 };
+
+/// Why `o` cannot load a model whose scalar is float (`float_model`) or double, or "" when it can. The one
+/// place these rules live: load_model checks them before reading anything, and load_options_from (the words
+/// of the CLI and the Python module) builds only options that pass them.
+inline std::string load_options_problem(const LoadOptions& o, bool float_model) {
+    const bool bf16 = o.precision == MatmulPrecision::bf16 || o.compute == QuantCompute::bf16;
+    if (!float_model && (bf16 || o.storage == WeightStorage::file_type))
+        return std::string(bf16 ? "bf16 compute" : "file-type storage") + " loads float models only (double is the exact reference)";
+    if (bf16 && !bf16_matmul_available())
+        return "bf16 compute needs oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild; this build "
+               "has only float32 products";
+    return "";
+}
+
+/// LoadOptions from the words of the CLI (--weights, --compute) and the Python module (weights=, compute=):
+/// weights "float32" (every tensor converted) or "file" (linear maps kept in their file types); compute
+/// "exact", "int8" (8-bit activations against block-typed maps; dense maps compute exactly) or "bf16" (bf16
+/// inputs, float32 sums: every dense float product and every BF16 map; F16 and block-typed maps exactly).
+/// An Error saying why for other words or when load_options_problem objects.
+inline LoadOptions load_options_from(const std::string& weights, const std::string& compute) {
+    require(weights == "float32" || weights == "file", "weights must be 'float32' or 'file', not '" + weights + "'");
+    require(compute == "exact" || compute == "int8" || compute == "bf16",
+            "compute must be 'exact', 'int8' or 'bf16', not '" + compute + "'");
+    LoadOptions o;
+    o.storage = weights == "file" ? WeightStorage::file_type : WeightStorage::float32;
+    o.compute = compute == "int8" ? QuantCompute::int8 : compute == "bf16" ? QuantCompute::bf16 : QuantCompute::exact;
+    o.precision = compute == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32;
+    const std::string problem = load_options_problem(o, true);
+    if (!problem.empty()) throw Error(problem);
+    return o;
+}
 
 template <class T>
 struct LoadedModel {
@@ -148,6 +181,23 @@ inline TensorSource safetensors_source(const io::SafetensorsCheckpoint& ck, cons
         check(n, w); const auto v = ck.load<float>(n); std::copy(v.begin(), v.end(), dst); };
     s.fill_f64 = [&ck, check](const std::string& n, const std::vector<std::int64_t>& w, double* dst) {
         check(n, w); const auto v = ck.load<double>(n); std::copy(v.begin(), v.end(), dst); };
+    return s;
+}
+
+// safetensors_source, with views of the F16/BF16 2-D tensors of `ck` (WeightStorage::file_type); F32 ones
+// stay dense. `ck` must outlive the views (load_hf keeps it in Weights::file).
+inline TensorSource safetensors_view_source(const io::SafetensorsCheckpoint& ck, const std::string& dir) {
+    TensorSource s = safetensors_source(ck, dir);
+    s.view = [&ck, dir](const std::string& name, std::int64_t rows, std::int64_t cols) -> QuantMatrix {
+        if (!ck.has(name)) throw Error("tensor missing from checkpoint", {dir, name, {}});
+        const io::SafetensorsTensor& t = ck.tensor(name);
+        const std::vector<std::int64_t> want{rows, cols};
+        if (t.shape != want)
+            throw Error("tensor shape " + shape_str(t.shape) + " does not match the config's " + shape_str(want),
+                        {ck.file_of(name), name, t.offset});
+        if (t.dtype != "BF16" && t.dtype != "F16") return {};  // F32: dense; other dtypes: fill_f32's Error
+        return QuantMatrix(t.dtype == "BF16" ? io::GgmlType::BF16 : io::GgmlType::F16, rows, cols, ck.raw(name));
+    };
     return s;
 }
 
@@ -450,17 +500,33 @@ inline Config hf_config(const nlohmann::json& j, const std::string& path) {
     return c;
 }
 
+// True when some linear map of `w` is a view (file-type storage found a tensor to keep in place).
 template <class T>
-Weights<T> hf_weights(const io::SafetensorsCheckpoint& ck, const std::string& dir, const Config& c, const Family& fam) {
+bool has_views(const Weights<T>& w) {
+    bool any = !w.tok_embed_file.empty() || !w.lm_head_file.empty();
+    for (const auto& L : w.layers)
+        for (const QuantMatrix* q : {&L.wq_file, &L.wk_file, &L.wv_file, &L.wo_file, &L.w_gate_file, &L.w_up_file, &L.w_down_file})
+            any = any || !q->empty();
+    return any;
+}
+
+// `views`: the F16/BF16 linear maps become views into `ck` (WeightStorage::file_type).
+template <class T>
+Weights<T> hf_weights(const io::SafetensorsCheckpoint& ck, const std::string& dir, const Config& c, const Family& fam,
+                      bool views = false) {
     Layout layout;
     layout.fused = fam.hf_fused;
     layout.conv1d = fam.hf_conv1d;
     layout.norm_offset = fam.hf_norm_offset;
     // Some exports nest the model one level deeper (GPT-2's "transformer." prefix).
     if (!ck.has(fam.hf.tok_embed) && ck.has("transformer." + fam.hf.tok_embed)) layout.prefix = "transformer.";
-    Weights<T> w = read_weights<T>(safetensors_source(ck, dir), c, fam.hf, layout, dir);
+    const TensorSource source = views ? safetensors_view_source(ck, dir) : safetensors_source(ck, dir);
+    Weights<T> w = read_weights<T>(source, c, fam.hf, layout, dir);
     // A tied model that still ships its head (some exports do) is read as untied: the file decides.
-    if (c.tied_embeddings && ck.has(fam.hf.lm_head)) w.lm_head = read_matrix<T>(safetensors_source(ck, dir), fam.hf.lm_head, c.vocab_size, c.d_model);
+    if (c.tied_embeddings && ck.has(fam.hf.lm_head)) {
+        if (views) w.lm_head_file = source.view(fam.hf.lm_head, c.vocab_size, c.d_model);
+        if (w.lm_head_file.empty()) w.lm_head = read_matrix<T>(source, fam.hf.lm_head, c.vocab_size, c.d_model);
+    }
     return w;
 }
 
@@ -477,11 +543,7 @@ LoadedModel<T> load_gguf(const std::string& path, const LoadOptions& options = {
     if (file_type) {
         const Family* fam = family_of_gguf_arch(f->metadata().at("general.architecture").get<std::string>());
         m.weights = detail::read_weights<T>(detail::gguf_view_source(*f), m.config, fam->gguf, detail::Layout{}, f->path());
-        bool any_view = !m.weights.tok_embed_file.empty() || !m.weights.lm_head_file.empty();
-        for (const auto& L : m.weights.layers)
-            for (const QuantMatrix* q : {&L.wq_file, &L.wk_file, &L.wv_file, &L.wo_file, &L.w_gate_file, &L.w_up_file, &L.w_down_file})
-                any_view = any_view || !q->empty();
-        if (any_view) m.weights.file = f;  // keeps the mapping alive as long as any copy of the weights
+        if (detail::has_views(m.weights)) m.weights.file = f;  // keeps the mapping alive as long as any copy of the weights
         m.weights.set_compute(options.compute);
     } else {
         m.weights = detail::gguf_weights<T>(*f, m.config);
@@ -493,13 +555,20 @@ LoadedModel<T> load_gguf(const std::string& path, const LoadOptions& options = {
 }
 
 template <class T>
-LoadedModel<T> load_hf(const std::string& dir) {
+LoadedModel<T> load_hf(const std::string& dir, const LoadOptions& options = {}) {
+    const bool file_type = options.storage == WeightStorage::file_type;
+    if constexpr (!std::is_same_v<T, float>)
+        if (file_type) throw Error("WeightStorage::file_type loads float models only (the products with views are float)", {dir, "", {}});
     const std::string config_path = dir + "/config.json";
     LoadedModel<T> m;
     m.metadata = detail::read_json_file(config_path);
     m.config = detail::hf_config(m.metadata, config_path);
-    io::SafetensorsCheckpoint ck(dir);
-    m.weights = detail::hf_weights<T>(ck, dir, m.config, detail::hf_family(m.metadata, config_path));
+    auto ck = std::make_shared<const io::SafetensorsCheckpoint>(dir);
+    m.weights = detail::hf_weights<T>(*ck, dir, m.config, detail::hf_family(m.metadata, config_path), file_type);
+    if (file_type) {
+        if (detail::has_views(m.weights)) m.weights.file = ck;  // keeps the mappings alive with any copy of the weights
+        m.weights.set_compute(options.compute);
+    }
     m.path = dir;
     m.format = "safetensors";
     return m;
@@ -512,19 +581,15 @@ LoadedModel<T> load_model(const std::string& path) {
 }
 
 // As load_model(path), with the weights stored as `options` says (file comment): WeightStorage::file_type
-// keeps a GGUF's plain linear maps in their file types; a Hugging Face directory loads float32 regardless.
-// options.precision sets Weights::precision (bf16: an Error with file_type storage or without oneDNN).
+// keeps the plain linear maps of a GGUF or a Hugging Face directory in their file types.
+// options.precision sets Weights::precision; load_options_problem's rules are checked before any reading.
 template <class T>
 LoadedModel<T> load_model(const std::string& path, const LoadOptions& options) {
     namespace fs = std::filesystem;
-    if constexpr (!std::is_same_v<T, float>)
-        if (options.precision != MatmulPrecision::float32) throw Error("MatmulPrecision::bf16 loads float models only", {path, "", {}});
-    if (options.precision == MatmulPrecision::bf16 && options.storage == WeightStorage::file_type)
-        throw Error("bf16 compute is for float32 storage, not WeightStorage::file_type (whose products use QuantCompute)", {path, "", {}});
-    if (options.precision == MatmulPrecision::bf16 && !bf16_matmul_available())
-        throw Error("bf16 compute needs oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild", {path, "", {}});
+    const std::string problem = load_options_problem(options, std::is_same_v<T, float>);
+    if (!problem.empty()) throw Error(problem, {path, "", {}});
     if (!fs::is_directory(path) && !fs::exists(path)) throw Error("no such file or directory", {path, "", {}});
-    LoadedModel<T> m = fs::is_directory(path) ? load_hf<T>(path) : load_gguf<T>(path, options);
+    LoadedModel<T> m = fs::is_directory(path) ? load_hf<T>(path, options) : load_gguf<T>(path, options);
     m.weights.set_precision(options.precision);
     return m;
 }

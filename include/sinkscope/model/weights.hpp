@@ -94,13 +94,10 @@ struct Weights {
         compute = c;
         for (auto& L : layers) L.compute = c;
     }
-    /// The arithmetic of the dense products (`precision`). Error for bf16 without oneDNN in this build, or
-    /// with file-type weights (their products have their own arithmetic, `compute`).
+    /// The arithmetic of the dense products (`precision`; with file-type weights, those of the maps kept
+    /// dense, while the views follow `compute`). Error for bf16 without oneDNN in this build.
     void set_precision(MatmulPrecision p) {
         if (p == MatmulPrecision::bf16) {
-            if (file != nullptr)
-                throw Error("bf16 compute is for dense (float32) weights; these keep their linear maps in their GGUF "
-                            "types (WeightStorage::file_type), whose products use QuantCompute (exact or int8)");
             if (!bf16_matmul_available())
                 throw Error("bf16 compute needs oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and "
                             "rebuild; this build has only float32 products");

@@ -76,18 +76,20 @@ struct WeightMemory {
     const char* kind = "float32 weights";  // what `bytes` counts, for messages
 };
 
-// The model at `path` with `options` (a GGUF's linear maps kept in their file types, memory-mapped, with
-// WeightStorage::file_type; other checkpoints load as float32 through load_for_analysis, their products in
-// options.precision), after checking
+// The model at `path` with `options` (the linear maps of a GGUF or a Hugging Face directory kept in their
+// file types, memory-mapped, with WeightStorage::file_type; a training run's checkpoint loads as float32
+// through load_for_analysis, its products in options.precision), after checking
 // that its weights fit in the memory available (io/memory.hpp): a model too large is an Error naming the
 // file, what it needs and what there is, instead of a std::bad_alloc or the OOM killer halfway through.
 // `counted` (optional) receives what was counted, before the load starts.
 inline model::LoadedModel<float> load_within_memory(const std::string& path, const model::LoadOptions& options = {},
                                                     WeightMemory* counted = nullptr) {
     namespace fs = std::filesystem;
-    const bool gguf = !fs::is_directory(path) && fs::path(path).extension() != ".safetensors";
+    std::error_code ec;
+    const bool gguf = !fs::is_directory(path, ec) && fs::path(path).extension() != ".safetensors";
+    const bool hf = fs::is_directory(path, ec) && fs::exists(path + "/config.json", ec);
     WeightMemory m;
-    const bool file_type = options.storage == model::WeightStorage::file_type && gguf;
+    const bool file_type = options.storage == model::WeightStorage::file_type && (gguf || hf);
     if (file_type) m = {io::require_weights_fit_file_type(path), "weights (linear maps in their file types)"};
     else m = {io::require_weights_fit(path, sizeof(float)), "float32 weights"};
     if (counted) *counted = m;
