@@ -3,10 +3,12 @@
 // arithmetic (GFLOP, and GFLOP/s at the median) as one JSON line.
 // The peer (bench/bench_forward_hf.py, Hugging Face transformers) is run by bench/run_forward_bench.sh
 // in the same session, which prints the ratio.
-//   usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8|bf16]
-// weights=file keeps the GGUF's linear maps in their types (model::LoadOptions); compute picks how they are
-// multiplied (layers/quantized_linear.hpp: exact or int8); with weights=float32, compute=bf16 runs the dense
-// products with bf16 inputs and float32 accumulation (layers/bf16_matmul.hpp, oneDNN).
+//   usage: bench_forward MODEL TEXT_FILE [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8|bf16]
+// MODEL is a GGUF or a Hugging Face directory; TEXT_FILE "-" takes fixed token ids instead of text (for a
+// model without a tokenizer, such as scripts/make_layout_safetensors.py's). weights=file keeps the linear
+// maps in their file types (model::LoadOptions); compute picks how they are multiplied
+// (model::load_options_from: exact, int8, or bf16 — bf16 inputs and float32 accumulation through oneDNN for
+// dense maps and BF16 views, layers/bf16_matmul.hpp).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -24,30 +26,26 @@ using clock_type = std::chrono::steady_clock;
 
 int main(int argc, char** argv) {
     if (argc < 3) {
-        std::cerr << "usage: bench_forward MODEL.gguf TEXT_FILE [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8|bf16]\n";
+        std::cerr << "usage: bench_forward MODEL TEXT_FILE|- [tokens=512] [repeats=5] [weights=float32|file] [compute=exact|int8|bf16]\n";
         return 2;
     }
     const std::int64_t n_tokens = argc > 3 ? std::stoll(argv[3]) : 512;
     const int repeats = argc > 4 ? std::stoi(argv[4]) : 5;
     const std::string weights = argc > 5 ? argv[5] : "float32", compute = argc > 6 ? argv[6] : "exact";
-    if ((weights != "float32" && weights != "file") || (compute != "exact" && compute != "int8" && compute != "bf16") ||
-        (compute == "bf16" && weights != "float32")) {
-        std::cerr << "bench_forward: weights must be float32 or file, compute exact or int8 (file) or bf16 (float32)\n";
-        return 2;
-    }
     try {
-        model::LoadOptions options;
-        options.storage = weights == "file" ? model::WeightStorage::file_type : model::WeightStorage::float32;
-        options.compute = compute == "int8" ? model::QuantCompute::int8 : model::QuantCompute::exact;
-        if (compute == "bf16") options.precision = model::MatmulPrecision::bf16;
+        const model::LoadOptions options = model::load_options_from(weights, compute);
         auto t0 = clock_type::now();
         const auto m = model::load_model<float>(argv[1], options);
         const double load_s = std::chrono::duration<double>(clock_type::now() - t0).count();
-        const auto tok = analysis::tokenizer_for(m);
-        std::string text = analysis::read_text_file(argv[2]);
-        std::vector<std::int32_t> ids = tok.encode(text, false);
-        while (std::int64_t(ids.size()) < n_tokens) ids.insert(ids.end(), ids.begin(), ids.end());
-        ids.resize(n_tokens);
+        std::vector<std::int32_t> ids;
+        if (std::string(argv[2]) == "-") {
+            for (std::int64_t i = 0; i < n_tokens; ++i) ids.push_back(std::int32_t((i * 7919 + 13) % m.config.vocab_size));
+        } else {
+            const auto tok = analysis::tokenizer_for(m);
+            ids = tok.encode(analysis::read_text_file(argv[2]), false);
+            while (std::int64_t(ids.size()) < n_tokens) ids.insert(ids.end(), ids.begin(), ids.end());
+            ids.resize(n_tokens);
+        }
 
         std::vector<double> times;
         std::size_t captured_bytes = 0;
@@ -80,7 +78,7 @@ int main(int argc, char** argv) {
         // every call, as the forward does), and what converting the weights alone costs (bf16_matmul's own conversion,
 // in memory order: what a cache of bf16 weights would save, at most).
         std::string bf16_fields;
-        if (compute == "bf16") {
+        if (compute == "bf16" && !m.weights.file_type()) {
             auto median_s = [](int runs, auto&& f) {
                 std::vector<double> ts;
                 for (int i = 0; i < runs + 1; ++i) {
