@@ -22,7 +22,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 results=()
 for p in $peers; do
   if [[ $p == transformers ]]; then
-    results+=("$("$py" bench/bench_forward_hf_dir.py "$model" "$tokens" "$repeats" "$(nproc)")")
+    results+=("$("$py" bench/bench_forward_hf.py "$model" - "$tokens" "$repeats" "$(nproc)")")
   else
     results+=("$(build/bench/bench_forward "$model" - "$tokens" "$repeats" file "$p")")
   fi
