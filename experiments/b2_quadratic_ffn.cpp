@@ -65,8 +65,8 @@ int main(int argc, char** argv) {
         std::vector<std::int64_t> step_channels;
         double top_ratio_step = 0, top_ratio_other = 0;
         for (std::int64_t l = 0; l < L; ++l) {
-            const auto& w = in.m.weights.layers[l];
-            theory::SwiGluWeights<float> ffn(w.w_gate, w.w_up, w.w_down);
+            const LayerSwiGlu layer(in.m.weights, l);
+            const auto& ffn = layer.ffn;
             const auto n = theory::channel_frobenius_norms(ffn);
             for (std::int64_t k = 0; k < d; ++k) fro.push_back(n[k]);
             const auto sc = theory::detect_spike_channels(n, cfg.factor);
@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
                                       {"spike_channel_detected", std::find(step_channels.begin(), step_channels.end(), cstar) != step_channels.end()}};
 
         run.phase("spectra of S_k");
-        const auto& w = in.m.weights.layers[S];
-        theory::SwiGluWeights<float> ffn(w.w_gate, w.w_up, w.w_down);
+        const LayerSwiGlu layer(in.m.weights, S);
+        const auto& ffn = layer.ffn;
         std::vector<std::int64_t> chans;
         if (cstar >= 0) chans.push_back(cstar);
         // Channels that carry massive activations after block S on text (consensus over every sample: massive

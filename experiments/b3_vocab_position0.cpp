@@ -79,8 +79,8 @@ int main(int argc, char** argv) {
 
         const std::string post = model::hook_name("resid_post", S), normed = model::hook_name("normalized2", S);
         run.phase("spectrum of S_c*");
-        const auto& Lw = in.m.weights.layers[S];
-        theory::SwiGluWeights<float> ffn(Lw.w_gate, Lw.w_up, Lw.w_down);
+        const LayerSwiGlu layer(in.m.weights, S);
+        const auto& ffn = layer.ffn;
         theory::SpectrumOptions so;
         so.nev = 2;
         const auto spec = theory::channel_spectrum(ffn, cstar, so);

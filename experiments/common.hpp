@@ -24,11 +24,13 @@
 #include <sinkscope/analysis/spikes.hpp>
 #include <sinkscope/analysis/text.hpp>
 #include <sinkscope/analysis/verdict.hpp>
+#include <sinkscope/io/dequantize.hpp>
 #include <sinkscope/io/npy.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/hooks.hpp>
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/model/views.hpp>
+#include <sinkscope/theory/quadratic_ffn.hpp>
 #include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
 
@@ -55,6 +57,8 @@ struct CommonOptions {
     unsigned seed = 0;                // seeds every random choice
     std::int64_t random_init = -1;    // ≥ 0: null control — the model's layout with random weights (this seed)
     std::string tokens_file;          // fixed token sequences, one per line (instead of text / random ids)
+    std::string weights = "float32";  // "float32" or "file": linear maps kept in their file types (model/load.hpp)
+    std::string compute = "exact";    // "exact", "int8" or "bf16" (model::load_options_from)
 };
 
 // The null control every verdict names: the rule must not say "reproduced" on it.
@@ -72,6 +76,15 @@ inline void add_common(CLI::App& app, CommonOptions& o) {
                    "null control: keep the model's layout and tokenizer, replace its weights by random ones (this seed)");
     app.add_option("--tokens-file", o.tokens_file,
                    "token ids, one sequence per line (spaces or commas); samples are cut from these sequences");
+    app.add_option("--weights", o.weights,
+                   "float32: convert every tensor at load; file: keep the linear maps of a GGUF or Hugging Face "
+                   "directory in their file types, memory-mapped (a 7B model in its 4.7 or 15 GB instead of 30; "
+                   "experiments that read or edit weights refuse it, naming what they need)")
+        ->check(CLI::IsMember({"float32", "file"}))->capture_default_str();
+    app.add_option("--compute", o.compute,
+                   "exact, int8 (8-bit activations against block-typed maps, ~1e-2 relative) or bf16 (bf16 inputs, "
+                   "float32 sums; needs oneDNN): check a result against exact before trusting it")
+        ->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
 }
 
 inline std::string shell_output(const std::string& cmd) {
@@ -103,6 +116,7 @@ public:
         for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
         meta_ = {{"experiment", name_}, {"claim", claim}, {"command", cmd}, {"git_revision", git_revision()},
                  {"sinkscope_version", version()}, {"seed", o.seed}, {"smoke", o.smoke}, {"model", o.model},
+                 {"weights", {{"storage", o.weights}, {"compute", o.compute}}},
                  {"corpus", !o.tokens_file.empty() ? "token file " + o.tokens_file
                             : o.random_tokens ? "random token ids" : o.corpus}};
         if (o.random_init >= 0) meta_["null_model"] = {{"random_init_seed", o.random_init}};
@@ -186,9 +200,12 @@ struct Inputs {
 
 inline Inputs load_inputs(const CommonOptions& o, Run& run) {
     run.phase("load model");
-    Inputs in{train::load_for_analysis<float>(o.model), nullptr};
+    // After a check that the weights fit in memory (an Error naming what is needed, not a bad_alloc).
+    const model::LoadOptions options = model::load_options_from(o.weights, o.compute);
+    Inputs in{train::load_within_memory(o.model, options), nullptr};
     if (o.random_init >= 0) {
-        in.m = train::random_like(in.m, std::uint64_t(o.random_init));
+        in.m = train::random_like(in.m, std::uint64_t(o.random_init));  // dense float32, whatever the storage
+        in.m.weights.set_precision(options.precision);                  // the same arithmetic for the products
         std::cerr << "  null control: random weights (seed " << o.random_init << ") in the model's layout\n";
     }
     if (!o.random_tokens && in.m.format != "sinkscope-checkpoint") {
@@ -199,6 +216,25 @@ inline Inputs load_inputs(const CommonOptions& o, Run& run) {
     std::cerr << "  " << in.m.config.describe() << "\n";
     return in;
 }
+
+// The dense (out × in) matrix of a linear map: the Mat itself, or its file-type view (--weights file)
+// dequantized into `buffer`, exactly as the forward's exact path reads it (io::dequantize).
+inline const model::Mat<float>& dense_map(const model::Mat<float>& W, const model::QuantMatrix& view, model::Mat<float>& buffer) {
+    if (view.empty()) return W;
+    buffer.resize(view.rows, view.cols);
+    io::dequantize<float>(view.type, view.data, view.rows * view.cols, buffer.data());
+    return buffer;
+}
+// Layer l's SwiGLU weights for the quadratic-form theory (theory/quadratic_ffn.hpp), dense whatever the
+// storage: file-type maps are dequantized and held here (a 7B layer: 3 × 18944 × 3584 floats, 0.8 GB).
+struct LayerSwiGlu {
+    model::Mat<float> gate_buffer, up_buffer, down_buffer;  // empty for dense weights
+    theory::SwiGluWeights<float> ffn;                       // references the weights or the buffers above
+    LayerSwiGlu(const model::Weights<float>& w, std::int64_t l)
+        : ffn(dense_map(w.layers[std::size_t(l)].w_gate, w.layers[std::size_t(l)].w_gate_file, gate_buffer),
+              dense_map(w.layers[std::size_t(l)].w_up, w.layers[std::size_t(l)].w_up_file, up_buffer),
+              dense_map(w.layers[std::size_t(l)].w_down, w.layers[std::size_t(l)].w_down_file, down_buffer)) {}
+};
 
 // `n` samples of `length` tokens: consecutive pieces of the corpus (BOS first when `bos`), or uniform
 // random ids (BOS first when `bos` and the model has one) when there is no tokenizer. Only a prefix of
