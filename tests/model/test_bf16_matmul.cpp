@@ -9,10 +9,12 @@
 // routes linear_forward / linear_backward through it and is restored.
 #include <catch2/catch.hpp>
 
+#include <sinkscope/layers/attention.hpp>
 #include <sinkscope/layers/bf16_matmul.hpp>
 #include <sinkscope/layers/linear.hpp>
 
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -230,4 +232,65 @@ TEST_CASE("bf16 weight copies are reused within an epoch, for W and Wᵀ alike, 
         W *= 2.0f;
         CHECK(products(true).first == MatF(2.0f * fresh.first));
     }
+}
+
+TEST_CASE("the attention's products in bf16: blocks of larger matrices, transposes, scale and accumulation", "[model]") {
+    if (!bf16_matmul_available()) { WARN("built without oneDNN: no bf16 products to test"); return; }
+    // As attention_block_backward uses them: operands are column blocks of row-major (T × H·d_h) matrices
+    // (row stride ≠ their width), some transposed, and C is a block of a bigger matrix. Each bf16 result must
+    // stay within the bf16 bound of the exact product and really be rounded (beyond float32's bound).
+    std::mt19937_64 rng(11);
+    const std::int64_t T = 48, dh = 16, wide = 3 * dh;
+    const MatF Q = random_matrix(rng, T, wide, 0), K = random_matrix(rng, T, wide, 0), G = random_matrix(rng, T, T, 0);
+    const auto q = Q.middleCols(dh, dh), k = K.middleCols(2 * dh, dh);  // (T × d_h) blocks, row stride 3·d_h
+    auto check = [](const MatF& got, const MatD& exact, const MatD& S, std::int64_t inner, double alpha) {
+        bool beyond = false;
+        for (Eigen::Index i = 0; i < got.rows(); ++i)
+            for (Eigen::Index j = 0; j < got.cols(); ++j) {
+                const double d = std::abs(double(got(i, j)) - exact(i, j));
+                CHECK(d <= (bound_factor(inner) + std::ldexp(1.0, -23)) * alpha * S(i, j));
+                beyond = beyond || d > double(inner + 2) * std::ldexp(1.0, -24) * alpha * S(i, j);
+            }
+        CHECK(beyond);
+    };
+    // scores = α q kᵀ into a block of a wider matrix
+    MatF scores = MatF::Zero(T, T + 5);
+    attention_product(scores.block(0, 2, T, T), q, k.transpose(), false, true, 0.25f);
+    const MatD qd = MatF(q).cast<double>(), kd = MatF(k).cast<double>();
+    check(scores.block(0, 2, T, T), 0.25 * qd * kd.transpose(), 0.25 * qd.cwiseAbs() * kd.cwiseAbs().transpose(), dh, 1.0);
+    CHECK(scores.leftCols(2).isZero());  // nothing written outside the block
+    // dk += Gᵀ q (an accumulation into a column block)
+    MatF dk = random_matrix(rng, T, wide, 0);
+    const MatF dk0 = dk;
+    attention_product(dk.middleCols(dh, dh), G.transpose(), q, true, true);
+    const MatD Gd = G.cast<double>();
+    const MatD exact = dk0.middleCols(dh, dh).cast<double>() + Gd.transpose() * qd;
+    const MatD S = Gd.cwiseAbs().transpose() * qd.cwiseAbs() + dk0.middleCols(dh, dh).cast<double>().cwiseAbs();
+    check(dk.middleCols(dh, dh), exact, S, T, 1.0);
+    CHECK(dk.leftCols(dh) == dk0.leftCols(dh));
+    // In float32 (bf16 = false) it is Eigen's product.
+    MatF f32(T, T);
+    attention_product(f32, q, k.transpose(), false, false, 0.25f);
+    CHECK(f32 == MatF((q * k.transpose()) * 0.25f));
+}
+
+TEST_CASE("softmax_forward: masked keys anywhere in a row get 0; a fully masked row with a slot gives zeros", "[model][attention]") {
+    const float ninf = -std::numeric_limits<float>::infinity();
+    MatF s(3, 5), p(3, 5);
+    s << 1, ninf, 2, 0.5f, ninf,        // a masked key inside the live range, and one after it
+        ninf, ninf, 3, ninf, ninf,      // one live key
+        ninf, ninf, ninf, ninf, ninf;   // nothing live
+    const float slot[3] = {0, 0, 0};
+    softmax_forward<float>(p, s, slot);
+    const double z0 = std::exp(1.0) + std::exp(2.0) + std::exp(0.5) + 1.0;  // + e^{slot = 0}
+    CHECK(p(0, 1) == 0.0f);
+    CHECK(p(0, 4) == 0.0f);
+    CHECK(p(0, 0) == Approx(std::exp(1.0) / z0).epsilon(1e-6));
+    CHECK(p(0, 2) == Approx(std::exp(2.0) / z0).epsilon(1e-6));
+    CHECK(p(1, 2) == Approx(std::exp(3.0) / (std::exp(3.0) + 1.0)).epsilon(1e-6));
+    CHECK(p.row(1).sum() == Approx(std::exp(3.0) / (std::exp(3.0) + 1.0)).epsilon(1e-6));
+    CHECK(p.row(2).isZero());
+    softmax_forward<float>(p, s, nullptr);  // plain softmax: rows sum to 1
+    CHECK(p.row(0).sum() == Approx(1.0).epsilon(1e-6));
+    CHECK(p(1, 2) == 1.0f);
 }

@@ -181,10 +181,6 @@ inline OneDnn& onednn() {
 }
 #endif
 
-}  // namespace detail
-
-namespace detail {
-
 #ifdef SINKSCOPE_HAVE_ONEDNN
 // C (M × N, rows of stride ldc) = / += A · B with both operands already bf16 bits: A (M × K) row-major, or
 // column-major when `at`; B (K × N) likewise with `bt`.
