@@ -79,7 +79,7 @@ inline void add_common(CLI::App& app, CommonOptions& o) {
     app.add_option("--weights", o.weights,
                    "float32: convert every tensor at load; file: keep the linear maps of a GGUF or Hugging Face "
                    "directory in their file types, memory-mapped (a 7B model in its 4.7 or 15 GB instead of 30; "
-                   "experiments that read or edit weights refuse it, naming what they need)")
+                   "B2 and B3 dequantize the one layer whose weights they read)")
         ->check(CLI::IsMember({"float32", "file"}))->capture_default_str();
     app.add_option("--compute", o.compute,
                    "exact, int8 (8-bit activations against block-typed maps, ~1e-2 relative) or bf16 (bf16 inputs, "
