@@ -184,6 +184,13 @@ inline TensorSource safetensors_source(const io::SafetensorsCheckpoint& ck, cons
     return s;
 }
 
+// load_options_problem for a model of scalar T, as an Error naming `path` (every load entry point checks it).
+template <class T>
+void require_load_options(const LoadOptions& o, const std::string& path) {
+    const std::string problem = load_options_problem(o, std::is_same_v<T, float>);
+    if (!problem.empty()) throw Error(problem, {path, "", {}});
+}
+
 // safetensors_source, with views of the F16/BF16 2-D tensors of `ck` (WeightStorage::file_type); F32 ones
 // stay dense. `ck` must outlive the views (load_hf keeps it in Weights::file).
 inline TensorSource safetensors_view_source(const io::SafetensorsCheckpoint& ck, const std::string& dir) {
@@ -535,8 +542,7 @@ Weights<T> hf_weights(const io::SafetensorsCheckpoint& ck, const std::string& di
 template <class T>
 LoadedModel<T> load_gguf(const std::string& path, const LoadOptions& options = {}) {
     const bool file_type = options.storage == WeightStorage::file_type;
-    if constexpr (!std::is_same_v<T, float>)
-        if (file_type) throw Error("WeightStorage::file_type loads float models only (the quantized products are float)", {path, "", {}});
+    detail::require_load_options<T>(options, path);
     auto f = std::make_shared<const io::GgufFile>(path);
     LoadedModel<T> m;
     m.config = detail::gguf_config(*f);
@@ -557,8 +563,7 @@ LoadedModel<T> load_gguf(const std::string& path, const LoadOptions& options = {
 template <class T>
 LoadedModel<T> load_hf(const std::string& dir, const LoadOptions& options = {}) {
     const bool file_type = options.storage == WeightStorage::file_type;
-    if constexpr (!std::is_same_v<T, float>)
-        if (file_type) throw Error("WeightStorage::file_type loads float models only (the products with views are float)", {dir, "", {}});
+    detail::require_load_options<T>(options, dir);
     const std::string config_path = dir + "/config.json";
     LoadedModel<T> m;
     m.metadata = detail::read_json_file(config_path);
@@ -586,8 +591,7 @@ LoadedModel<T> load_model(const std::string& path) {
 template <class T>
 LoadedModel<T> load_model(const std::string& path, const LoadOptions& options) {
     namespace fs = std::filesystem;
-    const std::string problem = load_options_problem(options, std::is_same_v<T, float>);
-    if (!problem.empty()) throw Error(problem, {path, "", {}});
+    detail::require_load_options<T>(options, path);
     if (!fs::is_directory(path) && !fs::exists(path)) throw Error("no such file or directory", {path, "", {}});
     LoadedModel<T> m = fs::is_directory(path) ? load_hf<T>(path, options) : load_gguf<T>(path, options);
     m.weights.set_precision(options.precision);
