@@ -75,17 +75,15 @@ struct BosMeasurement {
 };
 
 void measure_bos_pair(BosMeasurement& m, const model::Config& c, const model::Weights<float>& w, const std::vector<Tokens>& with_bos,
-             const std::vector<Tokens>& without_bos, Run& run, const std::string& what) {
+             const std::vector<Tokens>& without_bos, Run& run, const CommonOptions& o, const std::string& what) {
     for (int b = 0; b < 2; ++b) {
         auto& stats = b ? m.with : m.without;
-        const auto& seqs = b ? with_bos : without_bos;
         model::HookSet<float> hooks;
         stats.attach(hooks);
-        for (std::size_t i = 0; i < seqs.size(); ++i) {
-            stats.begin_sample();
-            model::forward(c, w, seqs[i], &hooks, no_logits());
-            run.progress(std::int64_t(i) + 1, std::int64_t(seqs.size()), what + (b ? " with BOS" : " without BOS"));
-        }
+        model::EachSequence<float> each;
+        each.before = [&stats](std::int64_t) { stats.begin_sample(); };
+        measure_samples(run, o, c, w, b ? with_bos : without_bos, hooks, each, no_logits(),
+                        what + (b ? " with BOS" : " without BOS"));
     }
 }
 
@@ -255,7 +253,7 @@ int main(int argc, char** argv) {
         bos_pairs(*data, cfg.eval, cfg.size.seq_len, with_bos, without_bos);
         run.phase("measure BOS model");
         BosMeasurement bm(tc.model.n_layers, tc.model.n_heads);
-        measure_bos_pair(bm, tc.model, w, with_bos, without_bos, run, "BOS model");
+        measure_bos_pair(bm, tc.model, w, with_bos, without_bos, run, opt, "BOS model");
         summarise(bm, cfg, from, "bos_trained", run, csv, "sink_rates.npy");
         auto v = recovery_verdict("A1: removing BOS from a model trained with BOS changes only layers 0-1; Sink^0.3_0[2:] recovers",
                                   bm, from, trained_absent, trained_null);
@@ -273,12 +271,12 @@ int main(int argc, char** argv) {
             bos_pairs(*data, cfg.eval, cfg.window, with_bos, without_bos);
             run.phase("measure window model");
             BosMeasurement wm(tcw.model.n_layers, tcw.model.n_heads);
-            measure_bos_pair(wm, tcw.model, ww, with_bos, without_bos, run, "window model");
+            measure_bos_pair(wm, tcw.model, ww, with_bos, without_bos, run, opt, "window model");
             summarise(wm, cfg, from, "window", run, csv, "window_sink_rates.npy");
             // Also at the training length T, where queries t >= w cannot see position 0 (alpha0 <= w / T).
             bos_pairs(*data, cfg.eval, cfg.size.seq_len, with_bos, without_bos);
             BosMeasurement wt(tcw.model.n_layers, tcw.model.n_heads);
-            measure_bos_pair(wt, tcw.model, ww, with_bos, without_bos, run, "window model at T");
+            measure_bos_pair(wt, tcw.model, ww, with_bos, without_bos, run, opt, "window model at T");
             run.results()["window"]["at_training_length"] = {
                 {"seq_len", cfg.size.seq_len},
                 {"with_bos_sink_0.3_all_layers", wt.with.sink_rate(kSinkPresent)},
@@ -317,7 +315,7 @@ int main(int argc, char** argv) {
             for (Tokens t : text) { t.insert(t.begin(), bos); t.pop_back(); cw.push_back(t); }
             run.phase("measure control");
             BosMeasurement cm(c.n_layers, c.n_heads);
-            measure_bos_pair(cm, c, in.m.weights, cw, cwo, run, "control");
+            measure_bos_pair(cm, c, in.m.weights, cw, cwo, run, opt, "control");
             summarise(cm, cfg, cfrom, "no_bos_control", run, csv, "control_sink_rates.npy");
             if (cfrom >= 1) {
                 auto vc = recovery_verdict("A1-control: the same rule on --model (SmolLM2-135M by default), a model trained "

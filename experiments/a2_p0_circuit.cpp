@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
         const std::int64_t N = std::int64_t(smp.size()), T = std::int64_t(smp[0].size());
 
         run.phase("locate step-up");
-        const SpikeTrace tr = trace_spike(in, smp);  // every sample
+        const SpikeTrace tr = trace_spike(in, opt, smp);  // every sample
         const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : std::min<std::int64_t>(1, L - 1);
         const std::int64_t M = std::min(S + 1, L - 1);  // the layer after the step-up block
         run.results()["trace"] = trace_json(tr);
@@ -76,21 +76,23 @@ int main(int argc, char** argv) {
         std::int64_t massive_p0 = 0;  // samples with a massive entry (Sun et al.) at position 0 after block M
         // resid[l][s] = (T × d) state after block l; attn[l][s] = attention output of block l.
         std::vector<std::vector<std::vector<float>>> resid(L), attn(L);
-        for (std::int64_t s = 0; s < N; ++s) {
+        {
             model::HookSet<float> hooks;
             model::ActivationCache<float> cache;
             cache.attach(hooks, [](const std::string& n) {
                 return n.find("hook_resid_post") != std::string::npos || n.find("hook_attn_out") != std::string::npos;
             });
-            model::forward(c, in.m.weights, smp[s], &hooks, no_logits());
-            const auto& xm = cache[model::hook_name("resid_post", M)].data;
-            const auto e = analysis::massive_entries(xm.data(), T, d);
-            massive_p0 += std::any_of(e.begin(), e.end(), [](const analysis::SpikeEntry& x) { return x.position == 0; });
-            for (std::int64_t l = 0; l < L; ++l) {
-                resid[l].push_back(cache[model::hook_name("resid_post", l)].data);
-                attn[l].push_back(cache[model::hook_name("attn_out", l)].data);
-            }
-            run.progress(s + 1, N, "samples");
+            model::EachSequence<float> each;
+            each.after = [&](std::int64_t, const model::Mat<float>&) {
+                const auto& xm = cache[model::hook_name("resid_post", M)].data;
+                const auto e = analysis::massive_entries(xm.data(), T, d);
+                massive_p0 += std::any_of(e.begin(), e.end(), [](const analysis::SpikeEntry& x) { return x.position == 0; });
+                for (std::int64_t l = 0; l < L; ++l) {
+                    resid[l].push_back(cache[model::hook_name("resid_post", l)].data);
+                    attn[l].push_back(cache[model::hook_name("attn_out", l)].data);
+                }
+            };
+            measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits());
         }
         auto row = [d](const std::vector<float>& x, std::int64_t t) {
             return Eigen::Map<const Eigen::VectorXf>(x.data() + t * d, d).cast<double>().eval();

@@ -78,16 +78,16 @@ int main(int argc, char** argv) {
         double pos0_worst = 0;                         // max relative |pred − meas| at t = 0 (a theorem: p₀ = e₀)
         model::AttentionStats<float> sinks(L, H);
         run.phase("samples");
-        for (std::int64_t s = 0; s < N; ++s) {
-            model::HookSet<float> hooks;
-            sinks.attach(hooks);
-            sinks.begin_sample();
-            model::ActivationCache<float> cache;
-            cache.attach(hooks, [](const std::string& n) {
-                return n.find("attn.hook_v") != std::string::npos || n.find("attn.hook_z") != std::string::npos ||
-                       n.find("attn.hook_pattern") != std::string::npos;
-            });
-            model::forward(c, in.m.weights, smp[s], &hooks, no_logits());
+        model::HookSet<float> hooks;
+        sinks.attach(hooks);
+        model::ActivationCache<float> cache;
+        cache.attach(hooks, [](const std::string& n) {
+            return n.find("attn.hook_v") != std::string::npos || n.find("attn.hook_z") != std::string::npos ||
+                   n.find("attn.hook_pattern") != std::string::npos;
+        });
+        model::EachSequence<float> each;
+        each.before = [&](std::int64_t) { sinks.begin_sample(); };
+        each.after = [&](std::int64_t s, const model::Mat<float>&) {
             for (std::int64_t l = 0; l < L; ++l) {
                 const auto& v = cache[model::hook_name("v", l)].data;        // (T, G, dh)
                 const auto& z = cache[model::hook_name("z", l)].data;        // (T, H, dh)
@@ -122,8 +122,8 @@ int main(int argc, char** argv) {
                     }
                 }
             }
-            run.progress(s + 1, N, "samples");
-        }
+        };
+        measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits());
 
         // Sample-averaged curves of a set of samples (indices, possibly repeated: a bootstrap resample).
         auto curves = [&](const std::vector<double>& idx, const std::vector<double>& x) {

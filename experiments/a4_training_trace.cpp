@@ -103,11 +103,12 @@ int main(int argc, char** argv) {
             model::ResidualStats<float> rs(L, 1);
             as.attach(hooks);
             rs.attach(hooks);
-            for (std::size_t i = 0; i < eval.size(); ++i) {
+            model::EachSequence<float> each;
+            each.before = [&](std::int64_t i) {
                 if (i) rs.begin_sample();
                 as.begin_sample();
-                model::forward(c, trainer.weights(), eval[i], &hooks, no_logits());
-            }
+            };
+            model::forward_each<float>(c, trainer.weights(), eval, hooks, opt.forward_batch, each, no_logits());
             std::vector<double> f = as.sink_rate_per_sample(cfg.eps, 0, std::min<std::int64_t>(1, L - 1));
             std::vector<double> a = as.sink_rate_per_sample(cfg.eps);
             sink_rates.push_back(a);

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
 
         run.phase("trace spike");
         const std::vector<Tokens> head(smp.begin(), smp.begin() + std::min<std::size_t>(smp.size(), cfg.trace_samples));
-        const SpikeTrace tr = trace_spike(in, head, cfg.tau);
+        const SpikeTrace tr = trace_spike(in, opt, head, cfg.tau);
         run.results()["trace"] = trace_json(tr);
         std::cerr << "  spike channel " << tr.channel << " at position " << tr.position << ", peak " << tr.steps.peak
                   << " at sub-block " << tr.peak_sub_block << "\n";
@@ -70,8 +70,15 @@ int main(int argc, char** argv) {
         std::vector<SpikeRow> spike_rows;                                       // plateau rows of every spike token
 
         run.phase("sub-block statistics");
-        for (std::size_t s = 0; s < smp.size(); ++s) {
-            const auto st = residual_states(in, smp[s]);
+        const auto state_names = analysis::residual_state_hooks(c);
+        model::HookSet<float> hooks;
+        model::ActivationCache<float> cache;
+        cache.attach(hooks, state_names);
+        model::EachSequence<float> each;
+        each.after = [&](std::int64_t si, const model::Mat<float>&) {
+            const auto s = std::size_t(si);
+            std::vector<std::vector<float>> st;  // H_0 … H_{2L} of this sample
+            for (const auto& name : state_names) st.push_back(cache[name].data);
             const std::int64_t n = std::int64_t(smp[s].size());
             std::vector<double> x;
             for (std::int64_t i = 0; i <= nsub; ++i) {
@@ -108,8 +115,8 @@ int main(int argc, char** argv) {
                     spike_rows.push_back({s, std::vector<float>(h.begin() + p * d, h.begin() + (p + 1) * d)});
                 }
             }
-            run.progress(std::int64_t(s) + 1, std::int64_t(smp.size()), "samples");
-        }
+        };
+        measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits());
 
         Csv sub(run.path("sub_blocks.csv"), {"index", "layer", "kind", "top1", "top1_channel", "top1_position", "top2", "top3",
                                               "median", "massive_share"});

@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
         const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
 
         run.phase("locate step-up");
-        const SpikeTrace tr = trace_spike(in, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::size_t>(smp.size(), 4)));
+        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::size_t>(smp.size(), 4)));
         const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : 0;
         const std::int64_t cstar = tr.channel;
         run.results()["trace"] = trace_json(tr);
@@ -97,13 +97,15 @@ int main(int argc, char** argv) {
         {
             std::vector<std::vector<std::int64_t>> per_sample;
             const std::string post = model::hook_name("resid_post", S);
-            for (const auto& t : smp) {
-                model::HookSet<float> hooks;
-                model::ActivationCache<float> cache;
-                cache.attach(hooks, std::vector<std::string>{post});
-                model::forward(c, in.m.weights, t, &hooks, no_logits(S));
-                per_sample.push_back(analysis::spike_channels(analysis::massive_entries(cache[post].data.data(), std::int64_t(t.size()), d)));
-            }
+            model::HookSet<float> hooks;
+            model::ActivationCache<float> cache;
+            cache.attach(hooks, std::vector<std::string>{post});
+            model::EachSequence<float> each;
+            each.after = [&](std::int64_t s, const model::Mat<float>&) {
+                const auto n = std::int64_t(smp[std::size_t(s)].size());
+                per_sample.push_back(analysis::spike_channels(analysis::massive_entries(cache[post].data.data(), n, d)));
+            };
+            measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits(S), "spike channels");
             for (const auto& k : analysis::consensus_channels(per_sample, 0.5)) active.push_back(k.channel);
         }
         run.results()["activation_spike_channels"] = active;
@@ -148,11 +150,11 @@ int main(int argc, char** argv) {
         std::int64_t silu_violations = 0, rank_one_violations = 0;
         double check = 0;
         const auto& spec = spectra.front();
-        for (std::size_t s = 0; s < smp.size(); ++s) {
-            model::HookSet<float> hooks;
-            model::ActivationCache<float> cache;
-            cache.attach(hooks, std::vector<std::string>{normed, out, post});
-            model::forward(c, in.m.weights, smp[s], &hooks, no_logits(S));
+        model::HookSet<float> hooks;
+        model::ActivationCache<float> cache;
+        cache.attach(hooks, std::vector<std::string>{normed, out, post});
+        model::EachSequence<float> each;
+        each.after = [&](std::int64_t s, const model::Mat<float>&) {
             const std::int64_t n = std::int64_t(smp[s].size());
             Eigen::Map<const theory::RowMatrix<float>> H(cache[normed].data.data(), n, d);
             const auto F = theory::swiglu_forward(ffn, H);
@@ -175,7 +177,7 @@ int main(int argc, char** argv) {
                 if (spike) {
                     err_q.push_back(std::abs(double(Q(t, k) - F(t, k))) / f);
                     err_r.push_back(std::abs(double(R[t] - F(t, k))) / f);
-                    err_sample.push_back(s);
+                    err_sample.push_back(std::size_t(s));
                     // float rounding of the three forwards: allow 1e-4 relative slack on the checks
                     const double slack = 1e-4 * (f + std::abs(double(Q(t, k))));
                     silu_bound_rel.push_back(double(B(t, k)) / f);
@@ -188,8 +190,8 @@ int main(int argc, char** argv) {
                     err_q_other.push_back(std::abs(double(Q(t, k) - F(t, k))) / f);
                 }
             }
-            run.progress(std::int64_t(s) + 1, std::int64_t(smp.size()), "samples");
-        }
+        };
+        measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits(S));
         run.npy("predictions.npy", pred, {pred.size() / 5, 5});
         auto median = [](std::vector<double> v) {
             if (v.empty()) return -1.0;

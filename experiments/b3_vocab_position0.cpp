@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
         run.phase("locate step-up");
         const auto nat = samples(in, opt, cfg.seq_len, std::max(cfg.trace_samples, cfg.text_samples), false);
         const std::vector<Tokens> head(nat.begin(), nat.begin() + std::min<std::size_t>(nat.size(), cfg.trace_samples));
-        const SpikeTrace tr = trace_spike(in, head);
+        const SpikeTrace tr = trace_spike(in, opt, head);
         const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer
                                                      : (tr.peak_sub_block > 0 ? analysis::sub_block(tr.peak_sub_block, c.n_layers).layer : c.n_layers - 1);
         const std::int64_t cstar = tr.channel;
@@ -97,11 +97,12 @@ int main(int argc, char** argv) {
         std::int64_t samples_with_spike = 0;
         Csv dl(run.path("delimiters.csv"), {"sample", "position", "token_id", "token", "delimiter"});
         const std::size_t ntext = std::min<std::size_t>(nat.size(), cfg.text_samples);
-        for (std::size_t s = 0; s < ntext; ++s) {
-            model::HookSet<float> hooks;
-            model::ActivationCache<float> cache;
-            cache.attach(hooks, std::vector<std::string>{post});
-            model::forward(c, in.m.weights, nat[s], &hooks, no_logits(S));
+        const std::vector<Tokens> text(nat.begin(), nat.begin() + std::ptrdiff_t(ntext));
+        model::HookSet<float> hooks;
+        model::ActivationCache<float> cache;
+        cache.attach(hooks, std::vector<std::string>{post});
+        model::EachSequence<float> each;
+        each.after = [&](std::int64_t s, const model::Mat<float>&) {
             const auto& h = cache[post].data;
             const std::int64_t n = std::int64_t(nat[s].size());
             const auto pos = analysis::spike_positions(analysis::massive_entries(h.data(), n, d));
@@ -123,8 +124,8 @@ int main(int argc, char** argv) {
             per_sample.push_back(sc);
             spk_pos0 += std::binary_search(pos.begin(), pos.end(), std::int64_t(0));
             text_medians.push_back(analysis::median_abs(h.data(), std::int64_t(h.size())));
-            run.progress(std::int64_t(s) + 1, std::int64_t(ntext), "samples");
-        }
+        };
+        measure_samples(run, opt, c, in.m.weights, text, hooks, each, no_logits(S));
         run.results()["text"] = {{"samples", ntext}, {"position0_spiking", spk_pos0},
                                  {"other_positions_spiking", spk_other}, {"of_which_delimiters", spk_other_delim},
                                  {"delimiter_tokens", delim_total}, {"delimiter_spike_rate", delim_total ? double(delim_spk) / delim_total : 0.0},

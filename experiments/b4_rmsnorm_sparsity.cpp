@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
         const std::int64_t N = std::int64_t(smp.size());
 
         run.phase("locate step-up");
-        const SpikeTrace tr = trace_spike(in, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::size_t>(smp.size(), 4)));
+        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::size_t>(smp.size(), 4)));
         const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : 0;
         const std::int64_t A = std::min(S + 1, L - 1);
         run.results()["trace"] = trace_json(tr);
@@ -119,11 +119,11 @@ int main(int argc, char** argv) {
         std::vector<Eigen::VectorXd> spk_before, spk_after, spk_post, oth_before, oth_after, oth_post;
         std::vector<std::int64_t> spk_of, oth_of, spk_pos, oth_pos, channels, fit_channels;
         std::mt19937_64 rng(opt.seed + 7);
-        for (std::int64_t s = 0; s < N; ++s) {
-            model::HookSet<float> hooks;
-            model::ActivationCache<float> cache;
-            cache.attach(hooks, std::vector<std::string>{before, after, post});
-            model::forward(c, in.m.weights, smp[s], &hooks, no_logits(A));
+        model::HookSet<float> hooks;
+        model::ActivationCache<float> cache;
+        cache.attach(hooks, std::vector<std::string>{before, after, post});
+        model::EachSequence<float> each;
+        each.after = [&](std::int64_t s, const model::Mat<float>&) {
             const std::int64_t n = std::int64_t(smp[s].size());
             const auto ent = analysis::massive_entries(cache[post].data.data(), n, d);
             for (auto ch : analysis::spike_channels(ent)) {
@@ -148,8 +148,8 @@ int main(int argc, char** argv) {
                 oth_before.push_back(row(before, other)); oth_after.push_back(row(after, other)); oth_post.push_back(row(post, other));
                 oth_of.push_back(s); oth_pos.push_back(other);
             }
-            run.progress(s + 1, N, "samples");
-        }
+        };
+        measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits(A));
 
         // Pure normalisation x̃ = x / rms(x) of the state after S: energy share of the spike channels
         // (chosen on the even samples; scored on the odd ones) and max |x̃ᵢ| / √d (≤ 1 for every x: a check).

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
         require(N >= 4, "B5 needs at least 4 samples (two per half)");
 
         run.phase("locate step-up");
-        const SpikeTrace tr = trace_spike(in, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::int64_t>(N, 4)));
+        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::int64_t>(N, 4)));
         run.results()["trace"] = trace_json(tr);
         run.results()["step_up_layer"] = tr.step_up_layer;
 
@@ -121,19 +121,19 @@ int main(int argc, char** argv) {
         std::vector<std::vector<Eigen::VectorXd>> g4_q(L * H), g4_k(L * G);  // fit half, strided positions ≥ 1
         std::vector<std::int64_t> fit, score;
         std::mt19937_64 rng(opt.seed + 5);
-        for (std::int64_t s = 0; s < N; ++s) {
+        model::HookSet<float> hooks;
+        stats.attach(hooks);
+        model::ActivationCache<float> cache;
+        cache.attach(hooks, [](const std::string& n) {
+            return n.find("attn.hook_rot_q") != std::string::npos || n.find("attn.hook_rot_k") != std::string::npos ||
+                   n.find("attn.hook_k") != std::string::npos;
+        });
+        model::EachSequence<float> each;
+        each.before = [&](std::int64_t) { stats.begin_sample(); };
+        each.after = [&](std::int64_t s, const model::Mat<float>&) {
             const bool is_fit = s % 2 == 0;
             (is_fit ? fit : score).push_back(s);
             const std::int64_t null_pos = 1 + std::int64_t(rng() % std::uint64_t(T - 1));
-            model::HookSet<float> hooks;
-            stats.attach(hooks);
-            model::ActivationCache<float> cache;
-            cache.attach(hooks, [](const std::string& n) {
-                return n.find("attn.hook_rot_q") != std::string::npos || n.find("attn.hook_rot_k") != std::string::npos ||
-                       n.find("attn.hook_k") != std::string::npos;
-            });
-            stats.begin_sample();
-            model::forward(c, in.m.weights, smp[s], &hooks, no_logits());
             for (std::int64_t l = 0; l < L; ++l) {
                 const auto& q = cache[model::hook_name("rot_q", l)].data;
                 const auto& k = cache[model::hook_name("rot_k", l)].data;
@@ -157,8 +157,8 @@ int main(int argc, char** argv) {
                         g4_k[l * G + g].push_back(Eigen::Map<const Eigen::VectorXf>(k.data() + (t * G + g) * dh, dh).cast<double>());
                 }
             }
-            run.progress(s + 1, N, "samples");
-        }
+        };
+        measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits());
         auto rows = [dh](const std::vector<Eigen::VectorXd>& v) {
             RowMatrixXd X(std::int64_t(v.size()), dh);
             for (std::size_t i = 0; i < v.size(); ++i) X.row(std::int64_t(i)) = v[i].transpose();

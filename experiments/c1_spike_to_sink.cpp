@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
         const std::int64_t N = std::int64_t(smp.size()), T = std::int64_t(smp[0].size());
 
         run.phase("trace spike (all samples)");
-        const SpikeTrace tr = trace_spike(in, smp);
+        const SpikeTrace tr = trace_spike(in, opt, smp);
         const std::int64_t S = tr.step_up_layer;
         run.results()["trace"] = trace_json(tr);
         run.results()["step_up_layer"] = S;
@@ -185,11 +185,12 @@ int main(int argc, char** argv) {
         std::vector<std::vector<double>> ch_sum(L, std::vector<double>(d, 0.0));
         std::vector<std::int64_t> ch_count(L, 0);
         model::AttentionStats<float> clean_att(L, H);
-        for (std::int64_t s = 0; s < N; ++s) {
+        {
             model::HookSet<float> hooks;
             clean_att.attach(hooks);
+            std::int64_t s = -1;  // the sample whose activations the hooks see
             for (std::int64_t l = 0; l < L; ++l) {
-                hooks.add(model::hook_name("resid_post", l), [&, s, l](const std::string&, model::ActivationRef<float>& x) {
+                hooks.add(model::hook_name("resid_post", l), [&, l](const std::string&, model::ActivationRef<float>& x) {
                     const std::int64_t n = x.shape[0];
                     cp.massive[s][l] = analysis::massive_entries(x.data, n, d);
                     cp.large[s][l] = large_entries(x.data, n, d);
@@ -203,9 +204,12 @@ int main(int argc, char** argv) {
                     }
                 });
             }
-            clean_att.begin_sample();
-            model::forward(c, in.m.weights, smp[s], &hooks, no_logits());
-            run.progress(s + 1, N, "samples");
+            model::EachSequence<float> each;
+            each.before = [&](std::int64_t i) {
+                s = i;
+                clean_att.begin_sample();
+            };
+            measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits());
         }
         cp.channel_mean.assign(L, {});
         for (std::int64_t l = 0; l < L; ++l) {

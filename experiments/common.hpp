@@ -26,6 +26,7 @@
 #include <sinkscope/analysis/verdict.hpp>
 #include <sinkscope/io/dequantize.hpp>
 #include <sinkscope/io/npy.hpp>
+#include <sinkscope/model/batch.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/hooks.hpp>
 #include <sinkscope/model/load.hpp>
@@ -59,6 +60,7 @@ struct CommonOptions {
     std::string tokens_file;          // fixed token sequences, one per line (instead of text / random ids)
     std::string weights = "float32";  // "float32" or "file": linear maps kept in their file types (model/load.hpp)
     std::string compute = "exact";    // "exact", "int8" or "bf16" (model::load_options_from)
+    std::int64_t forward_batch = 8;   // samples per forward pass where batching is bit-exact (model::forward_each)
 };
 
 // The null control every verdict names: the rule must not say "reproduced" on it.
@@ -85,6 +87,11 @@ inline void add_common(CLI::App& app, CommonOptions& o) {
                    "exact, int8 (8-bit activations against block-typed maps, ~1e-2 relative) or bf16 (bf16 inputs, "
                    "float32 sums; needs oneDNN): check a result against exact before trusting it")
         ->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
+    app.add_option("--forward-batch", o.forward_batch,
+                   "samples per forward pass in the read-only measurements, where a batch gives bit for bit what one "
+                   "sample at a time gives (dense FFN, float32 or int8 products, lengths a multiple of 4); "
+                   "interventions run one sample at a time")
+        ->check(CLI::Range(std::int64_t(1), std::int64_t(4096)))->capture_default_str();
 }
 
 inline std::string shell_output(const std::string& cmd) {
@@ -116,7 +123,7 @@ public:
         for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
         meta_ = {{"experiment", name_}, {"claim", claim}, {"command", cmd}, {"git_revision", git_revision()},
                  {"sinkscope_version", version()}, {"seed", o.seed}, {"smoke", o.smoke}, {"model", o.model},
-                 {"weights", {{"storage", o.weights}, {"compute", o.compute}}},
+                 {"weights", {{"storage", o.weights}, {"compute", o.compute}}}, {"forward_batch", o.forward_batch},
                  {"corpus", !o.tokens_file.empty() ? "token file " + o.tokens_file
                             : o.random_tokens ? "random token ids" : o.corpus}};
         if (o.random_init >= 0) meta_["null_model"] = {{"random_init_seed", o.random_init}};
@@ -236,6 +243,24 @@ struct LayerSwiGlu {
               dense_map(w.layers[std::size_t(l)].w_down, w.layers[std::size_t(l)].w_down_file, down_buffer)) {}
 };
 
+// Runs `samples` through the model for read-only `hooks` written for one sample, o.forward_batch samples to a
+// forward pass where that is bit-exact (model::forward_each), with progress: each.before(s), then sample
+// s's activations, then each.after(s, logits), in sample order, exactly as one forward() per sample.
+// meta.json's "forward_passes" counts the passes of every such measurement (batching made visible).
+inline void measure_samples(Run& run, const CommonOptions& o, const model::Config& c, const model::Weights<float>& w,
+                            const std::vector<Tokens>& samples, const model::HookSet<float>& hooks,
+                            model::EachSequence<float> each, model::ForwardOptions options, const std::string& what = "samples") {
+    const auto n = std::int64_t(samples.size());
+    auto after = std::move(each.after);
+    each.after = [&](std::int64_t s, const model::Mat<float>& logits) {
+        if (after) after(s, logits);
+        run.progress(s + 1, n, what);
+    };
+    const std::int64_t passes = model::forward_each<float>(c, w, samples, hooks, o.forward_batch, each, options);
+    json& total = run.meta()["forward_passes"];
+    total = (total.is_number() ? total.get<std::int64_t>() : 0) + passes;
+}
+
 // `n` samples of `length` tokens: consecutive pieces of the corpus (BOS first when `bos`), or uniform
 // random ids (BOS first when `bos` and the model has one) when there is no tokenizer. Only a prefix of
 // the corpus is tokenized, grown until it gives enough samples.
@@ -295,14 +320,10 @@ inline std::string decode_token(const Inputs& in, std::int32_t id) {
 // Forward options: no logits (they are not needed and cost a vocab-sized GEMM), optionally stopping early.
 inline model::ForwardOptions no_logits(std::int64_t last_layer = -1) { return model::ForwardOptions{false, last_layer}; }
 
-// Every residual state H_0 … H_{2L} of one sequence (analysis/spike_trace.hpp).
-inline std::vector<std::vector<float>> residual_states(const Inputs& in, const Tokens& tokens, std::int64_t last_layer = -1) {
-    return analysis::residual_states(in.m.config, in.m.weights, tokens, last_layer);
-}
-
+// The spike's trace (analysis/spike_trace.hpp), o.forward_batch samples to a forward pass where that is bit-exact.
 using analysis::SpikeTrace;
-inline SpikeTrace trace_spike(const Inputs& in, const std::vector<Tokens>& smp, double tau = 0.2) {
-    return analysis::trace_spike(in.m.config, in.m.weights, smp, tau);
+inline SpikeTrace trace_spike(const Inputs& in, const CommonOptions& o, const std::vector<Tokens>& smp, double tau = 0.2) {
+    return analysis::trace_spike(in.m.config, in.m.weights, smp, tau, o.forward_batch);
 }
 inline json trace_json(const SpikeTrace& s) { return analysis::to_json(s); }
 

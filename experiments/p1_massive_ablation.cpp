@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
         const std::int64_t N = std::int64_t(smp.size());
 
         run.phase("locate spikes");
-        const SpikeTrace tr = trace_spike(in, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::int64_t>(N, 4)));
+        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::int64_t>(N, 4)));
         const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : 0;
         const std::string post = model::hook_name("resid_post", S);
         run.results()["trace"] = trace_json(tr);
@@ -52,15 +52,18 @@ int main(int argc, char** argv) {
         std::vector<std::vector<std::int64_t>> positions(N);
         std::vector<std::int64_t> channels;
         std::vector<std::vector<analysis::SpikeEntry>> entries(N);
-        for (std::int64_t s = 0; s < N; ++s) {
+        {
             model::HookSet<float> hooks;
             model::ActivationCache<float> cache;
             cache.attach(hooks, std::vector<std::string>{post});
-            model::forward(c, in.m.weights, smp[s], &hooks, no_logits(S));
-            entries[s] = analysis::massive_entries(cache[post].data.data(), std::int64_t(smp[s].size()), d);
-            positions[s] = analysis::spike_positions(entries[s]);
-            for (auto ch : analysis::spike_channels(entries[s]))
-                if (std::find(channels.begin(), channels.end(), ch) == channels.end()) channels.push_back(ch);
+            model::EachSequence<float> each;
+            each.after = [&](std::int64_t s, const model::Mat<float>&) {
+                entries[s] = analysis::massive_entries(cache[post].data.data(), std::int64_t(smp[s].size()), d);
+                positions[s] = analysis::spike_positions(entries[s]);
+                for (auto ch : analysis::spike_channels(entries[s]))
+                    if (std::find(channels.begin(), channels.end(), ch) == channels.end()) channels.push_back(ch);
+            };
+            measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits(S), "clean samples");
         }
         // Mean of each spike channel over every spike position of every sample (the value there, massive or not).
         std::vector<float> means(channels.size(), 0.0f);

@@ -271,3 +271,92 @@ TEST_CASE("forward_batch_replay feeds the streaming reducers what forward feeds 
         }
     }
 }
+
+TEST_CASE("forward_each offers each sequence what forward gives it, in batches only where that is bit-exact", "[model]") {
+    const auto m = load_model<float>(test::fixture("model/random_llama"));
+    const Config& c = m.config;
+    const std::vector<std::string> names{"blocks.0.hook_resid_post", "blocks.1.attn.hook_pattern"};
+    // Events in the order forward_each makes them: "b<i>" before, "h<i>" a hook, "a<i>" after; and what each
+    // sequence was offered (hooks and logits).
+    struct Seen {
+        std::vector<std::string> events;
+        std::map<std::int64_t, std::map<std::string, Captured<float>>> hooks;
+        std::map<std::int64_t, Mat<float>> logits;
+    };
+    auto run_each = [&](const std::vector<std::vector<std::int32_t>>& seqs, std::int64_t per_pass, std::int64_t& passes,
+                        std::int64_t first = 0, std::int64_t end = -1) {
+        Seen seen;
+        std::int64_t current = -1;
+        HookSet<float> h;
+        h.add([&](const std::string& n) { return std::find(names.begin(), names.end(), n) != names.end(); },
+              [&](const std::string& n, ActivationRef<float>& x) {
+                  seen.events.push_back("h" + std::to_string(current));
+                  seen.hooks[current][n] = Captured<float>{x.shape, std::vector<float>(x.data, x.data + x.size())};
+              });
+        EachSequence<float> each;
+        each.before = [&](std::int64_t i) { current = i; seen.events.push_back("b" + std::to_string(i)); };
+        each.after = [&](std::int64_t i, const Mat<float>& logits) {
+            seen.events.push_back("a" + std::to_string(i));
+            seen.logits[i] = logits;
+        };
+        passes = forward_each<float>(c, m.weights, seqs, h, per_pass, each, {}, first, end);
+        return seen;
+    };
+    auto expected_events = [&](std::int64_t first, std::int64_t end) {
+        std::vector<std::string> e;
+        for (std::int64_t i = first; i < end; ++i) {
+            e.push_back("b" + std::to_string(i));
+            for (std::size_t k = 0; k < names.size(); ++k) e.push_back("h" + std::to_string(i));
+            e.push_back("a" + std::to_string(i));
+        }
+        return e;
+    };
+    auto check_alone = [&](const Seen& seen, const std::vector<std::vector<std::int32_t>>& seqs, std::int64_t first,
+                           std::int64_t end) {
+        for (std::int64_t i = first; i < end; ++i) {
+            HookSet<float> h1;
+            ActivationCache<float> alone;
+            alone.attach(h1, names);
+            const Mat<float> logits = forward(c, m.weights, seqs[std::size_t(i)], &h1);
+            INFO("sequence " << i);
+            CHECK(seen.logits.at(i) == logits);
+            for (const auto& n : names) {
+                CHECK(seen.hooks.at(i).at(n).shape == alone[n].shape);
+                CHECK(seen.hooks.at(i).at(n).data == alone[n].data);
+            }
+        }
+    };
+    SECTION("lengths a multiple of 4: passes of per_pass sequences, bit for bit what forward gives") {
+        const auto seqs = three_sequences(c.vocab_size, {8, 16, 12, 8, 4});
+        REQUIRE(batch_is_bit_exact(c, m.weights, seqs));
+        std::int64_t passes = 0;
+        const Seen seen = run_each(seqs, 2, passes);
+        CHECK(passes == 3);
+        CHECK(seen.events == expected_events(0, 5));
+        check_alone(seen, seqs, 0, 5);
+        std::int64_t one = 0;
+        run_each(seqs, 1, one);
+        CHECK(one == 5);
+        SECTION("a range of the sequences") {
+            const Seen part = run_each(seqs, 4, passes, 1, 4);
+            CHECK(passes == 1);
+            CHECK(part.events == expected_events(1, 4));
+            check_alone(part, seqs, 1, 4);
+        }
+    }
+    SECTION("a length not a multiple of 4: one forward per sequence, the same offers") {
+        const auto seqs = three_sequences(c.vocab_size, {8, 5, 12});
+        CHECK_FALSE(batch_is_bit_exact(c, m.weights, seqs));
+        std::int64_t passes = 0;
+        const Seen seen = run_each(seqs, 8, passes);
+        CHECK(passes == 3);
+        CHECK(seen.events == expected_events(0, 3));
+        check_alone(seen, seqs, 0, 3);
+    }
+    SECTION("bad arguments are errors") {
+        const auto seqs = three_sequences(c.vocab_size, {8, 8});
+        HookSet<float> h;
+        CHECK_THROWS_AS(forward_each<float>(c, m.weights, seqs, h, 0, {}), Error);
+        CHECK_THROWS_WITH(forward_each<float>(c, m.weights, seqs, h, 2, {}, {}, 1, 3), Catch::Contains("outside"));
+    }
+}

@@ -17,17 +17,25 @@
 #include <vector>
 
 #include "sinkscope/analysis/spikes.hpp"
+#include "sinkscope/model/batch.hpp"
 #include "sinkscope/model/forward.hpp"
 #include "sinkscope/model/hooks.hpp"
 
 namespace sinkscope::analysis {
 
+// The hook names of H_0 … H_{2L} for the first L = last_layer + 1 layers (all of them by default).
+inline std::vector<std::string> residual_state_hooks(const model::Config& c, std::int64_t last_layer = -1) {
+    const std::int64_t L = last_layer < 0 ? c.n_layers : last_layer + 1;
+    std::vector<std::string> names{initial_state_hook()};
+    for (std::int64_t i = 1; i <= 2 * L; ++i) names.push_back(sub_block(i, c.n_layers).state_hook);
+    return names;
+}
+
 template <class T>
 std::vector<std::vector<T>> residual_states(const model::Config& c, const model::Weights<T>& w,
                                             const std::vector<std::int32_t>& tokens, std::int64_t last_layer = -1) {
     const std::int64_t L = last_layer < 0 ? c.n_layers : last_layer + 1;
-    std::vector<std::string> names{initial_state_hook()};
-    for (std::int64_t i = 1; i <= 2 * L; ++i) names.push_back(sub_block(i, c.n_layers).state_hook);
+    const auto names = residual_state_hooks(c, last_layer);
     model::HookSet<T> hooks;
     model::ActivationCache<T> cache;
     cache.attach(hooks, names);
@@ -45,27 +53,35 @@ struct SpikeTrace {
     std::int64_t step_up_layer = -1;      // layer of the first step-up sub-block (−1: none)
 };
 
+// `per_pass` samples to a forward pass where that is bit-exact (model::forward_each): the same trace.
 template <class T>
 SpikeTrace trace_spike(const model::Config& c, const model::Weights<T>& w, const std::vector<std::vector<std::int32_t>>& samples,
-                       double tau = 0.2) {
+                       double tau = 0.2, std::int64_t per_pass = 1) {
     require(!samples.empty(), "trace_spike: no sample");
     const std::int64_t d = c.d_model;
     SpikeTrace s;
     double best = -1;
     std::vector<std::vector<std::vector<T>>> states;
-    for (std::size_t k = 0; k < samples.size(); ++k) {
-        states.push_back(residual_states(c, w, samples[k]));
-        const auto& st = states.back();
+    const auto names = residual_state_hooks(c);
+    model::HookSet<T> hooks;
+    model::ActivationCache<T> cache;
+    cache.attach(hooks, names);
+    model::EachSequence<T> each;
+    each.after = [&](std::int64_t k, const model::Mat<T>&) {
+        states.emplace_back();
+        auto& st = states.back();
+        for (const auto& n : names) st.push_back(cache[n].data);
         for (std::size_t i = 0; i < st.size(); ++i) {
             const std::int64_t n = std::int64_t(st[i].size()) / d;
             if (!massive_entries(st[i].data(), n, d).empty()) s.found = true;
             for (std::int64_t j = 0; j < std::int64_t(st[i].size()); ++j)
                 if (std::abs(double(st[i][j])) > best) {
                     best = std::abs(double(st[i][j]));
-                    s.channel = j % d; s.position = j / d; s.sample = std::int64_t(k); s.peak_sub_block = std::int64_t(i);
+                    s.channel = j % d; s.position = j / d; s.sample = k; s.peak_sub_block = std::int64_t(i);
                 }
         }
-    }
+    };
+    model::forward_each<T>(c, w, samples, hooks, per_pass, each, model::ForwardOptions{false, c.n_layers - 1});
     s.trajectory.assign(states[0].size(), 0.0);
     std::int64_t used = 0;
     for (const auto& st : states) {

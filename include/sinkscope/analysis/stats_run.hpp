@@ -176,33 +176,18 @@ inline StatsRun run_stats(const model::LoadedModel<float>& m, const StatsRequest
     rs.attach(hooks);
     as.attach(hooks);
     const model::ForwardOptions no_logits{false, -1};
-    // r.batch samples per forward pass (model::forward_batch_replay: one GEMM per weight for the batch, the
-    // reducers still see sample after sample) only where that is bit-exact with one sample at a time, as
-    // shards must merge into exactly the whole run: a dense FFN (MoE gathers rows per expert) and every
-    // sample's length a multiple of 4, Eigen's GEMM panel width (tests/model/test_batch.cpp pins both).
-    // Elsewhere, and with sink_token attention (not batched), one sample per forward pass. So also with
-    // bf16 products: oneDNN may block a product differently for a different row count, and promises no
-    // row's sum order.
-    const bool exact_batches = m.config.ffn != model::FfnKind::moe && m.config.attention != model::AttentionKind::sink_token &&
-                               m.weights.precision != model::MatmulPrecision::bf16 &&
-                               !(m.weights.file_type() && m.weights.compute == model::QuantCompute::bf16) &&
-                               std::all_of(samples.begin(), samples.end(), [](const auto& s) { return s.size() % 4 == 0; });
-    const std::int64_t per_pass = exact_batches ? r.batch : 1;
-    for (std::int64_t i = first; i < end; i += per_pass) {
-        const std::int64_t stop = std::min(end, i + per_pass);
-        if (per_pass == 1) {
-            if (i > first) rs.begin_sample();
-            as.begin_sample();
-            model::forward(m.config, m.weights, samples[std::size_t(i)], &hooks, no_logits);
-        } else {
-            const std::vector<std::vector<std::int32_t>> pass(samples.begin() + i, samples.begin() + stop);
-            model::forward_batch_replay<float>(m.config, m.weights, pass, hooks, [&](std::int64_t b) {
-                if (i + b > first) rs.begin_sample();
-                as.begin_sample();
-            }, no_logits);
-        }
-        if (progress) progress(stop - first, end - first);
-    }
+    // r.batch samples per forward pass where that is bit-exact with one sample at a time
+    // (model::forward_each, model::batch_is_bit_exact), as shards must merge into exactly the whole run;
+    // elsewhere one sample per forward pass. The reducers see sample after sample either way.
+    model::EachSequence<float> each;
+    each.before = [&](std::int64_t i) {
+        if (i > first) rs.begin_sample();
+        as.begin_sample();
+    };
+    each.after = [&](std::int64_t i, const model::Mat<float>&) {
+        if (progress) progress(i + 1 - first, end - first);
+    };
+    model::forward_each<float>(m.config, m.weights, samples, hooks, r.batch, each, no_logits, first, end);
     return run;
 }
 

@@ -113,14 +113,15 @@ BatchLogits<T> forward_batch(const Config& c, const Weights<T>& w, const std::ve
 // Runs `sequences` as one batch, then offers each sequence's activations to `hooks` written for one
 // sequence: sliced to its length, with forward()'s shapes (no batch dimension; scores and pattern
 // [head, T_b, T_b]), sequence after sequence, each in the order forward() offers them, calling
-// before_sequence(b) first. The streaming reducers (model/reducers.hpp) thus observe a batch as they
-// observe forward() on each sequence in turn. Read-only: the activations are offered after the batch has
+// before_sequence(b) first and after_sequence(b, the batch's logits) last. The streaming reducers
+// (model/reducers.hpp) thus observe a batch as they observe forward() on each sequence in turn. Read-only: the activations are offered after the batch has
 // run, so what these hooks write changes nothing (interventions go through forward_batch's own hooks).
 // Memory: a copy of every activation the hooks want, for the whole batch.
 template <class T>
 BatchLogits<T> forward_batch_replay(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences,
                                     const HookSet<T>& hooks, const std::function<void(std::int64_t)>& before_sequence = {},
-                                    ForwardOptions options = {}) {
+                                    ForwardOptions options = {},
+                                    const std::function<void(std::int64_t, const BatchLogits<T>&)>& after_sequence = {}) {
     std::vector<std::pair<std::string, Captured<T>>> seen;  // in the order the batch offered them
     HookSet<T> capture;
     capture.add([&hooks](const std::string& name) { return hooks.wants(name); },
@@ -154,8 +155,69 @@ BatchLogits<T> forward_batch_replay(const Config& c, const Weights<T>& w, const 
             }
             hooks.run(name, ActivationRef<T>{one.data(), shape});
         }
+        if (after_sequence) after_sequence(b, out);
     }
     return out;
+}
+
+// Whether forward_batch gives each of `sequences`, bit for bit, what forward() gives it alone
+// (tests/model/test_batch.cpp and test_quantized_forward.cpp pin it): a dense FFN (MoE gathers rows per
+// expert), attention other than sink_token (not batched), float32 or int8 products (oneDNN's bf16 products
+// may block a product differently for a different row count and promise no row's sum order), and every
+// length a multiple of 4, Eigen 3.4's GEMM panel width in positions, so that no position of a sequence lands
+// in a tail panel, alone or batched.
+template <class T>
+bool batch_is_bit_exact(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences) {
+    return c.ffn != FfnKind::moe && c.attention != AttentionKind::sink_token && w.precision != MatmulPrecision::bf16 &&
+           !(w.file_type() && w.compute == QuantCompute::bf16) &&
+           std::all_of(sequences.begin(), sequences.end(), [](const auto& s) { return s.size() % 4 == 0; });
+}
+
+// What forward_each calls around each sequence.
+template <class T>
+struct EachSequence {
+    std::function<void(std::int64_t)> before;                        // before sequence i's activations are offered
+    std::function<void(std::int64_t, const Mat<T>& logits)> after;  // once they all have been; logits as forward()
+                                                                     // returns them (empty when the options skip them)
+};
+
+// Runs sequences[first, end) through the model for read-only `hooks` written for one sequence (forward()'s
+// shapes): `per_pass` sequences to a forward_batch_replay where batch_is_bit_exact holds for the whole range,
+// else one forward() each. Either way each sequence's activations are offered in order, between
+// on.before(i) and on.after(i, logits), so the caller sees bit for bit what one forward() per sequence gives
+// it, only sooner (one GEMM per weight for a whole pass). Hooks that intervene need forward() or
+// forward_batch: what these hooks write changes nothing in a batched pass. Returns the number of forward
+// passes it ran.
+template <class T>
+std::int64_t forward_each(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences,
+                  const HookSet<T>& hooks, std::int64_t per_pass, const EachSequence<T>& on, ForwardOptions options = {},
+                  std::int64_t first = 0, std::int64_t end = -1) {
+    if (end < 0) end = std::int64_t(sequences.size());
+    require(per_pass >= 1, "forward_each: per_pass must be at least 1, not " + std::to_string(per_pass));
+    require(0 <= first && first <= end && end <= std::int64_t(sequences.size()),
+            "forward_each: range [" + std::to_string(first) + ", " + std::to_string(end) + ") lies outside the " +
+                std::to_string(sequences.size()) + " sequences");
+    if (per_pass > 1 && !batch_is_bit_exact(c, w, std::vector<std::vector<std::int32_t>>(sequences.begin() + first,
+                                                                                          sequences.begin() + end)))
+        per_pass = 1;
+    const Mat<T> none;
+    std::int64_t passes = 0;
+    for (std::int64_t i = first; i < end; i += per_pass, ++passes) {
+        if (per_pass == 1) {
+            if (on.before) on.before(i);
+            const Mat<T> logits = forward(c, w, sequences[std::size_t(i)], &hooks, options);
+            if (on.after) on.after(i, logits);
+            continue;
+        }
+        const std::vector<std::vector<std::int32_t>> pass(sequences.begin() + i,
+                                                          sequences.begin() + std::min(end, i + per_pass));
+        forward_batch_replay<T>(
+            c, w, pass, hooks, [&](std::int64_t b) { if (on.before) on.before(i + b); }, options,
+            [&](std::int64_t b, const BatchLogits<T>& out) {
+                if (on.after) on.after(i + b, options.logits ? Mat<T>(out.sequence(b)) : none);
+            });
+    }
+    return passes;
 }
 
 }  // namespace sinkscope::model
