@@ -77,18 +77,18 @@ LoadOptions file_type(QuantCompute compute = QuantCompute::exact) {
 }
 
 int views_of(const Weights<float>& w, io::GgmlType type) {
-    int n = (w.tok_embed_file.type == type && !w.tok_embed_file.empty()) + (w.lm_head_file.type == type && !w.lm_head_file.empty());
-    for (const auto& L : w.layers)
-        for (const QuantMatrix* q : {&L.wq_file, &L.wk_file, &L.wv_file, &L.wo_file, &L.w_gate_file, &L.w_up_file, &L.w_down_file})
-            n += !q->empty() && q->type == type;
+    int n = 0;
+    w.for_each_view([&](const QuantMatrix& q) { n += !q.empty() && q.type == type; });
     return n;
 }
 
 }  // namespace
 
 TEST_CASE("file-type safetensors: BF16 and F16 copies of every family agree with their dense load", "[model][quantized]") {
-    // Views where the map is plain; GPT-2 (Conv1D, stored transposed), Phi-3 (fused q|k|v, gate|up) and the
-    // MoE experts keep those maps dense, and still agree.
+    // Views of every linear map that is a row range of its tensor: plain maps, Phi-3's fused q|k|v and gate|up
+    // (three and two row ranges), the MoE experts (one tensor each, or transformers 5's stacked (E, 2·d_ff, d)
+    // gate|up). GPT-2 (Conv1D, stored transposed) and GPT-NeoX (q|k|v interleaved per head) keep those maps
+    // dense, and still agree.
     for (const std::string name : {"random_llama", "random_qwen2", "random_qwen3", "random_gemma2", "random_gemma3",
                                    "random_mistral", "random_olmo2", "random_phi3", "random_gpt2", "random_gpt_neox",
                                    "random_mixtral", "random_olmoe", "random_llama31"}) {
@@ -104,6 +104,22 @@ TEST_CASE("file-type safetensors: BF16 and F16 copies of every family agree with
                 CHECK(views_of(viewed.weights, type) == 1);
             } else {
                 CHECK(views_of(viewed.weights, type) >= 1 + int(dense.config.n_layers));
+            }
+            const auto& L = viewed.weights.layers[0];
+            if (name == "random_phi3") {  // the fused tensors' row ranges
+                CHECK(L.wk_file.data == L.wq_file.data + L.wq_file.bytes());
+                CHECK(L.wv_file.data == L.wk_file.data + L.wk_file.bytes());
+                CHECK(L.w_up_file.data == L.w_gate_file.data + L.w_gate_file.bytes());
+            }
+            if (name == "random_gpt_neox") CHECK(L.wq_file.empty());  // per-head order: not a row range
+            if (dense.config.ffn == FfnKind::moe) {
+                REQUIRE(L.experts.size() == std::size_t(dense.config.n_experts));
+                for (const auto& x : L.experts) {
+                    CHECK(!x.w_gate_file.empty());
+                    CHECK(!x.w_up_file.empty());
+                    CHECK(!x.w_down_file.empty());
+                    CHECK(x.w_gate.size() == 0);
+                }
             }
             const auto tokens = sinkscope::test::some_tokens(dense.config.vocab_size, 12);
             const auto e = sinkscope::test::compare_runs(sinkscope::test::run_capturing(viewed, tokens),

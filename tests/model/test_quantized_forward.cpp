@@ -87,8 +87,8 @@ void put(std::vector<std::uint8_t>& out, V v) {
     out.insert(out.end(), p, p + sizeof v);
 }
 
-// A copy of the GGUF `src` at `dst` with its 2-D tensors re-typed: names containing `f16_name` F16, others
-// Q8_0 when their rows are whole 32-blocks, else F32. The header and metadata are copied byte for byte.
+// A copy of the GGUF `src` at `dst` with its 2-D and 3-D tensors re-typed: names containing `f16_name` F16,
+// others Q8_0 when their rows are whole 32-blocks, else F32. The header and metadata are copied byte for byte.
 void write_requantized(const std::string& src, const std::string& dst, const std::string& f16_name) {
     const io::GgufFile f(src);
     std::ifstream in(src, std::ios::binary);
@@ -113,10 +113,11 @@ void write_requantized(const std::string& src, const std::string& dst, const std
         const std::vector<float> v = f.load<float>(t);
         GgmlType type = GgmlType::F32;
         std::vector<std::uint8_t> d;
-        if (t.shape.size() == 2 && t.name.find(f16_name) != std::string::npos) {
+        const bool matrices = t.shape.size() == 2 || t.shape.size() == 3;  // 3-D: stacked experts
+        if (matrices && t.name.find(f16_name) != std::string::npos) {
             type = GgmlType::F16;
             for (float x : v) put_f16(d, x);
-        } else if (t.shape.size() == 2 && t.shape[0] % 32 == 0) {
+        } else if (matrices && t.shape[0] % 32 == 0) {
             type = GgmlType::Q8_0;
             d = quantize_q8_0(v);
         } else {
@@ -152,10 +153,8 @@ const std::string& stories_q8() {
 }
 
 int view_count(const Weights<float>& w) {
-    int n = !w.tok_embed_file.empty() + !w.lm_head_file.empty();
-    for (const auto& L : w.layers)
-        for (const QuantMatrix* q : {&L.wq_file, &L.wk_file, &L.wv_file, &L.wo_file, &L.w_gate_file, &L.w_up_file, &L.w_down_file})
-            n += !q->empty();
+    int n = 0;
+    w.for_each_view([&](const QuantMatrix& q) { n += !q.empty(); });
     return n;
 }
 
@@ -208,6 +207,61 @@ TEST_CASE("file-type weights: stories260K as Q8_0/F16 agrees with its float32 lo
         const auto bd = forward_batch(dense.config, dense.weights, seqs);
         REQUIRE(b.logits.rows() == bd.logits.rows());
         CHECK(test::relative_error(b.logits.data(), bd.logits.data(), std::size_t(bd.logits.size())) <= 1e-5);
+    }
+}
+
+TEST_CASE("file-type weights: fused q|k|v and gate|up and stacked experts are views (llama.cpp's GGUFs)", "[model][quantized]") {
+    // The converter's own files: Phi-3 (attn_qkv, ffn_up = gate|up), GPT-NeoX (attn_qkv), Mixtral and OLMoE
+    // (ffn_{gate,up,down}_exps, (E, rows, cols)), re-typed to Q8_0 (Phi-3: F16). Each map is a row range of its tensor,
+    // so a view into the same bytes; the file-type forward must agree with the dense load of the same file.
+    for (const std::string name : {"gguf_phi3", "gguf_gpt_neox", "gguf_mixtral", "gguf_olmoe"}) {
+        CAPTURE(name);
+        const std::string path = (fs::temp_directory_path() / ("sinkscope_" + name + "_q8_" + std::to_string(::getpid()) + ".gguf")).string();
+        // Phi-3's d_model 48 is no whole number of 32-blocks: its layers go F16 (row bytes 2·cols) instead.
+        write_requantized(test::fixture("model/" + name + "/model.gguf"), path, name == "gguf_phi3" ? "blk." : "attn_output");
+        const auto dense = load_model<float>(path);
+        const auto file = load_model<float>(path, LoadOptions{WeightStorage::file_type});
+        REQUIRE(file.weights.file_type());
+        const auto& L = file.weights.layers[0];
+        int fused = 0, experts = 0;
+        for (const auto& layer : file.weights.layers) {
+            fused += !layer.wq_file.empty() && !layer.wk_file.empty() && !layer.wv_file.empty();
+            for (const auto& e : layer.experts) experts += !e.w_gate_file.empty() + !e.w_up_file.empty() + !e.w_down_file.empty();
+        }
+        const bool moe = dense.config.ffn == FfnKind::moe;
+        if (moe) {
+            // every expert's maps whose rows are whole Q8_0 blocks (the re-typing keeps the others F32)
+            CHECK(experts >= int(dense.config.n_layers * dense.config.n_experts));
+            CHECK(L.experts[0].w_gate.size() + L.experts[0].w_gate_file.rows > 0);
+        } else {
+            CHECK(fused == int(dense.config.n_layers));  // q, k and v: three row ranges of attn_qkv
+            CHECK(L.wq.size() == 0);
+            CHECK(L.wq_file.rows == dense.config.q_dim());
+            CHECK(L.wk_file.data == L.wq_file.data + L.wq_file.bytes());  // k's rows follow q's in the same bytes
+        }
+        if (name == "gguf_phi3") {
+            CHECK(!L.w_gate_file.empty());
+            CHECK(L.w_up_file.data == L.w_gate_file.data + L.w_gate_file.bytes());
+        }
+        CHECK(parameter_count(file.weights) == parameter_count(dense.weights));
+        std::printf("%s: %d views, %d expert views\n", name.c_str(), view_count(file.weights), experts);
+        // The memory check's estimate counts what the load holds: views at their bytes, the rest 4 bytes a
+        // value; MoE routers, 2-D in the file but read dense, at their file size (a documented undercount).
+        std::uint64_t view_bytes = 0, view_values = 0, router_values = 0;
+        file.weights.for_each_view([&](const QuantMatrix& q) { view_bytes += q.bytes(); view_values += std::uint64_t(q.rows * q.cols); });
+        for (const auto& layer : file.weights.layers) router_values += std::uint64_t(layer.w_router.size());
+        const std::uint64_t held = view_bytes + 4 * (std::uint64_t(parameter_count(file.weights)) - view_values);
+        const std::uint64_t estimate = io::checkpoint_file_type_bytes(path);
+        CHECK(estimate <= held);
+        CHECK(estimate + 4 * router_values >= held);
+        if (!moe) CHECK(estimate == held);
+
+        const auto tokens = some_tokens(file.config.vocab_size, 16);
+        const auto e = compare(run(file, tokens), run(dense, tokens));
+        print((name + " re-typed, exact, file-type vs dense").c_str(), e);
+        CHECK(e.first <= 1e-5);
+        CHECK(e.second <= 1e-5);
+        fs::remove(path);
     }
 }
 

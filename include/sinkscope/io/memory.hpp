@@ -143,27 +143,28 @@ inline std::uint64_t require_weights_fit(const std::string& path, std::size_t va
 }
 
 namespace detail {
-// Tensors the loader splits, stacks or transposes, so that file-type storage holds them as float32: fused
-// q|k|v (GGUF "qkv", Hugging Face "qkv_proj", GPT-NeoX "query_key_value"), fused gate|up, MoE experts
-// (GGUF "_exps", HF "experts."), and GPT-2's transposed Conv1D maps (c_attn, c_fc, c_proj).
+// Tensors the loader reorders or transposes, so that file-type storage holds them as float32: GPT-NeoX's
+// per-head q|k|v in Hugging Face ("query_key_value") and GPT-2's transposed Conv1D maps (c_attn, c_fc,
+// c_proj). Fused q|k|v and gate|up and stacked experts (3-D) are row ranges, views in place.
 inline bool loaded_dense(const std::string& name) {
-    for (const char* part : {"qkv", "query_key_value", "gate_up", "_exps", "experts.", "c_attn", "c_fc", "c_proj"})
+    for (const char* part : {"query_key_value", "c_attn", "c_fc", "c_proj"})
         if (name.find(part) != std::string::npos) return true;
     return false;
 }
 inline std::uint64_t file_type_bytes(const std::string& name, std::size_t rank, bool kept_type, std::uint64_t nbytes,
                                      std::int64_t n_elements) {
-    const bool in_place = rank == 2 && kept_type && !loaded_dense(name);
+    const bool in_place = (rank == 2 || rank == 3) && kept_type && !loaded_dense(name);
     return in_place ? nbytes : mul_saturating(static_cast<std::uint64_t>(n_elements), 4);
 }
 }  // namespace detail
 
 /// Bytes the checkpoint at `path` takes with file-type storage (model/load.hpp, WeightStorage::file_type):
 /// 2-D tensors of a GGUF block type or F16/BF16 (GGUF or safetensors) at their size in the file
-/// (memory-mapped, read in place), every other tensor as float32 values. Tensors the loader splits, stacks or
-/// transposes stay float32 there too, so they count as float32 here (detail::loaded_dense, by name). A
-/// training run's checkpoint loads float32 whatever the storage, so it counts 4 bytes a value. Position
-/// embeddings (2-D, dense) are counted at their file size: an undercount of at most a few MB.
+/// (memory-mapped, read in place; 3-D ones are stacked experts), every other tensor as float32 values.
+/// Tensors the loader reorders or transposes stay float32 there too, so they count as float32 here
+/// (detail::loaded_dense, by name). A training run's checkpoint loads float32 whatever the storage, so it
+/// counts 4 bytes a value. Position embeddings and MoE routers (2-D, dense) are counted at their file size:
+/// an undercount of at most a few MB.
 inline std::uint64_t checkpoint_file_type_bytes(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;

@@ -47,6 +47,14 @@ struct QuantMatrix {
     std::int64_t row_bytes() const { return cols / io::block_elements(type) * io::block_bytes(type); }
     std::uint64_t bytes() const { return static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(row_bytes()); }
     const std::uint8_t* row(std::int64_t r) const { return data + r * row_bytes(); }
+    /// Rows [first, first + n) as a view of their own: a fused q|k|v or gate|up, or one expert of a stacked
+    /// tensor, is whole rows of blocks, so each part is a view into the same bytes.
+    QuantMatrix middle_rows(std::int64_t first, std::int64_t n) const {
+        require(first >= 0 && n >= 0 && first + n <= rows,
+                "QuantMatrix: rows [" + std::to_string(first) + ", " + std::to_string(first + n) + ") outside " +
+                    std::to_string(rows) + " rows");
+        return QuantMatrix(type, n, cols, row(first));
+    }
     /// True for the default (no view): model weights then hold the matrix as a dense Mat.
     bool empty() const noexcept { return data == nullptr; }
 };

@@ -185,11 +185,11 @@ void moe_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
         const ExpertWeights<T>& x = w.experts[std::size_t(e)];
         s.expert_in.resize(m, d);
         for (std::int64_t j = 0; j < m; ++j) s.expert_in.row(j) = xn.row(s.expert_rows[std::size_t(begin + j)] / k);
-        linear_forward(s.gate, s.expert_in, x.w_gate, no_bias);  // (T_e, d_ff)
-        linear_forward(s.up, s.expert_in, x.w_up, no_bias);      // (T_e, d_ff)
+        linear_weight(s.gate, s.expert_in, x.w_gate, x.w_gate_file, no_bias, w.compute);  // (T_e, d_ff); dense or file-type
+        linear_weight(s.up, s.expert_in, x.w_up, x.w_up_file, no_bias, w.compute);        // (T_e, d_ff)
         activation_forward(s.hidden, s.gate, c.activation);
-        s.hidden.array() *= s.up.array();                         // w2(silu(w1 x) * w3 x)
-        linear_forward(s.expert_out, s.hidden, x.w_down, no_bias);  // (T_e, d)
+        s.hidden.array() *= s.up.array();                                                  // w2(silu(w1 x) * w3 x)
+        linear_weight(s.expert_out, s.hidden, x.w_down, x.w_down_file, no_bias, w.compute);  // (T_e, d)
         for (std::int64_t j = 0; j < m; ++j) {
             const std::int64_t r = s.expert_rows[std::size_t(begin + j)], t = r / k, i = r % k;
             out.row(t) += s.expert_out.row(j) * s.expert_weights(t, i);

@@ -8,14 +8,15 @@
 //
 // Weight storage (LoadOptions, issue 11). WeightStorage::float32 (the default) converts every tensor to T
 // as it is read. WeightStorage::file_type (T = float) keeps the plain linear maps in their file types:
-// W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the token embedding and the output head, each read as one
-// (rows × cols) matrix of a GGUF block type or F16/BF16 (GGUF or safetensors), become QuantMatrix views into
-// the memory-mapped file (Weights::file keeps it mapped) and their Mat stays empty; the forward multiplies
-// with them through layers/quantized_linear.hpp (LoadOptions::compute) and dequantizes embedding rows on
-// lookup. Everything else is float32 as before: F32 tensors, norms, biases, the MoE router and experts, and
-// fused tensors that must be split or transposed (q|k|v, gate|up, per-head QKV, GPT-2's Conv1D), since a
-// split needs rows the view would not own in order. A 7B Hugging Face checkpoint in BF16 thus needs about
-// 15 GB instead of 30. LoadOptions::precision (T = float) sets Weights::precision: MatmulPrecision::bf16 runs
+// W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the MoE experts' three maps, the token embedding and the output
+// head, each stored as a GGUF block type or F16/BF16 (GGUF or safetensors), become QuantMatrix views into the
+// memory-mapped file (Weights::file keeps it mapped) and their Mat stays empty; the forward multiplies with
+// them through layers/quantized_linear.hpp (LoadOptions::compute) and dequantizes embedding rows on lookup.
+// A fused q|k|v or gate|up and stacked experts hold each map as a consecutive range of whole rows, so each
+// map is a view into the same bytes (QuantMatrix::middle_rows). Everything else is float32 as before: F32
+// tensors, norms, biases, the MoE router, and what must be reordered or transposed (GPT-NeoX's per-head QKV
+// in Hugging Face, GPT-2's Conv1D), whose maps are not row ranges. A 7B Hugging Face checkpoint in BF16 thus
+// needs about 15 GB instead of 30. LoadOptions::precision (T = float) sets Weights::precision: MatmulPrecision::bf16 runs
 // the dense linear products with bf16 inputs and float32 accumulation (layers/bf16_matmul.hpp, oneDNN);
 // QuantCompute::bf16 does the same with BF16 views, reading their bits in place. load_options_problem holds
 // the rules for combining them.
@@ -100,9 +101,10 @@ struct TensorSource {
     std::function<bool(const std::string&)> has;
     std::function<void(const std::string&, const std::vector<std::int64_t>&, float*)> fill_f32;
     std::function<void(const std::string&, const std::vector<std::int64_t>&, double*)> fill_f64;
-    // File-type storage: a view of a (rows × cols) tensor in its file type, or an empty QuantMatrix when it
-    // stays dense (F32, or a type without a view). Unset: every tensor is read dense.
-    std::function<QuantMatrix(const std::string&, std::int64_t, std::int64_t)> view;
+    // File-type storage: a view of a tensor of the given (PyTorch-order) shape in its file type, as a matrix
+    // of (product of all but the last dimension) rows and (the last dimension) columns, or an empty
+    // QuantMatrix when it stays dense (F32, or a type without a view). Unset: every tensor is read dense.
+    std::function<QuantMatrix(const std::string&, const std::vector<std::int64_t>&)> view;
 };
 
 template <class T>
@@ -152,19 +154,19 @@ inline TensorSource gguf_source(const io::GgufFile& f) {
     return s;
 }
 
-// gguf_source, with views of the block-typed (and F16/BF16) 2-D tensors of `f` (WeightStorage::file_type).
+// gguf_source, with views of the block-typed (and F16/BF16) tensors of `f` (WeightStorage::file_type): 2-D
+// maps, and the fused or stacked tensors that the loader slices into row ranges.
 inline TensorSource gguf_view_source(const io::GgufFile& f) {
     TensorSource s = gguf_source(f);
-    s.view = [&f](const std::string& name, std::int64_t rows, std::int64_t cols) -> QuantMatrix {
+    s.view = [&f](const std::string& name, const std::vector<std::int64_t>& want) -> QuantMatrix {
         const io::GgufTensor& t = f.tensor(name);
-        const std::vector<std::int64_t> want{rows, cols};
         if (reversed(t.shape) != want)
             throw Error("tensor shape " + shape_str(reversed(t.shape)) + " does not match the config's " + shape_str(want),
                         {f.path(), name, t.offset});
         if (t.type == io::GgmlType::F32 || !io::is_supported(t.type)) return {};  // F32: dense; unsupported: load's Error
         require(io::tensor_bytes(t.type, t.n_elements()) == t.nbytes, "tensor byte size does not match its shape and type",
                 {f.path(), name, t.offset});
-        return QuantMatrix(t.type, rows, cols, f.raw(t));
+        return QuantMatrix(t.type, t.n_elements() / want.back(), want.back(), f.raw(t));
     };
     return s;
 }
@@ -195,15 +197,15 @@ void require_load_options(const LoadOptions& o, const std::string& path) {
 // stay dense. `ck` must outlive the views (load_hf keeps it in Weights::file).
 inline TensorSource safetensors_view_source(const io::SafetensorsCheckpoint& ck, const std::string& dir) {
     TensorSource s = safetensors_source(ck, dir);
-    s.view = [&ck, dir](const std::string& name, std::int64_t rows, std::int64_t cols) -> QuantMatrix {
+    s.view = [&ck, dir](const std::string& name, const std::vector<std::int64_t>& want) -> QuantMatrix {
         if (!ck.has(name)) throw Error("tensor missing from checkpoint", {dir, name, {}});
         const io::SafetensorsTensor& t = ck.tensor(name);
-        const std::vector<std::int64_t> want{rows, cols};
         if (t.shape != want)
             throw Error("tensor shape " + shape_str(t.shape) + " does not match the config's " + shape_str(want),
                         {ck.file_of(name), name, t.offset});
         if (t.dtype != "BF16" && t.dtype != "F16") return {};  // F32: dense; other dtypes: fill_f32's Error
-        return QuantMatrix(t.dtype == "BF16" ? io::GgmlType::BF16 : io::GgmlType::F16, rows, cols, ck.raw(name));
+        return QuantMatrix(t.dtype == "BF16" ? io::GgmlType::BF16 : io::GgmlType::F16, t.n_elements() / want.back(),
+                           want.back(), ck.raw(name));
     };
     return s;
 }
@@ -293,8 +295,15 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
     auto linear = [&](Mat<T>& dense, QuantMatrix& view, const std::string& pattern, std::int64_t l, std::int64_t rows,
                       std::int64_t cols, const char* what) {
         need(pattern, what);
-        if (s.view && !layout.conv1d) view = s.view(full(pattern, l), rows, cols);
+        if (s.view && !layout.conv1d) view = s.view(full(pattern, l), {rows, cols});
         if (view.empty()) dense = matrix(pattern, l, rows, cols, what);
+    };
+    // A tensor that holds several maps as consecutive row ranges (fused q|k|v or gate|up, stacked experts;
+    // `shape` in PyTorch order, its rows the product of all but the last dimension): a view of the whole
+    // when the source gives one, which the caller slices (QuantMatrix::middle_rows), else empty.
+    auto fused_view = [&](const std::string& pattern, std::int64_t l, const std::vector<std::int64_t>& shape, const char* what) {
+        need(pattern, what);
+        return s.view && !layout.conv1d ? s.view(full(pattern, l), shape) : QuantMatrix();
     };
     auto vector = [&](const std::string& pattern, std::int64_t l, std::int64_t n, const char* what) {
         need(pattern, what);
@@ -313,7 +322,7 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
     Weights<T> w;
     // Embeddings are tables (row = token or position) in every layout, never stored transposed.
     need(names.tok_embed, "token embedding");
-    if (s.view) w.tok_embed_file = s.view(full(names.tok_embed, -1), V, d);
+    if (s.view) w.tok_embed_file = s.view(full(names.tok_embed, -1), {V, d});
     if (w.tok_embed_file.empty()) w.tok_embed = read_matrix<T>(s, full(names.tok_embed, -1), V, d);
     if (c.positions == PositionKind::learned) {
         need(names.pos_embed, "position embedding");
@@ -332,9 +341,17 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
             linear(L.wv, L.wv_file, names.wv, l, kv, d, "W_V");
             if (c.qkv_bias) { L.bq = vector(names.bq, l, q, "b_Q"); L.bk = vector(names.bk, l, kv, "b_K"); L.bv = vector(names.bv, l, kv, "b_V"); }
         } else {
-            const Mat<T> qkv = matrix(names.qkv, l, q + 2 * kv, d, "fused QKV");
             const Vec<T> b = c.qkv_bias ? vector(names.qkv_bias, l, q + 2 * kv, "fused QKV bias") : Vec<T>();
-            split_qkv(L, qkv, b, c, layout.fused);
+            const QuantMatrix qkv_view =
+                layout.fused == FusedQkv::concatenated ? fused_view(names.qkv, l, {q + 2 * kv, d}, "fused QKV") : QuantMatrix();
+            if (!qkv_view.empty()) {  // rows [q | k | v]: three views into it
+                L.wq_file = qkv_view.middle_rows(0, q);
+                L.wk_file = qkv_view.middle_rows(q, kv);
+                L.wv_file = qkv_view.middle_rows(q + kv, kv);
+                if (b.size()) { L.bq = b.head(q); L.bk = b.segment(q, kv); L.bv = b.tail(kv); }
+            } else {
+                split_qkv(L, matrix(names.qkv, l, q + 2 * kv, d, "fused QKV"), b, c, layout.fused);
+            }
         }
         linear(L.wo, L.wo_file, names.wo, l, d, q, "W_O");
         if (c.out_bias) L.bo = vector(names.bo, l, d, "b_O");
@@ -349,9 +366,15 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
             if (c.has_post_norm()) norm(L.ffn_post_norm, names.ffn_post_norm, "", l, "post-FFN norm");
         }
         if (c.ffn == FfnKind::swiglu && (names.w_gate.empty() || (!names.gate_up.empty() && s.has(full(names.gate_up, l))))) {
-            const Mat<T> gate_up = matrix(names.gate_up, l, 2 * c.d_ff, d, "fused gate/up");
-            L.w_gate = gate_up.topRows(c.d_ff);
-            L.w_up = gate_up.bottomRows(c.d_ff);
+            const QuantMatrix gate_up_view = fused_view(names.gate_up, l, {2 * c.d_ff, d}, "fused gate/up");
+            if (!gate_up_view.empty()) {  // rows [gate | up]
+                L.w_gate_file = gate_up_view.middle_rows(0, c.d_ff);
+                L.w_up_file = gate_up_view.middle_rows(c.d_ff, c.d_ff);
+            } else {
+                const Mat<T> gate_up = matrix(names.gate_up, l, 2 * c.d_ff, d, "fused gate/up");
+                L.w_gate = gate_up.topRows(c.d_ff);
+                L.w_up = gate_up.bottomRows(c.d_ff);
+            }
         } else if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) {
             if (c.ffn == FfnKind::swiglu) linear(L.w_gate, L.w_gate_file, names.w_gate, l, c.d_ff, d, "W_gate");
             linear(L.w_up, L.w_up_file, names.w_up, l, c.d_ff, d, "W_in");
@@ -370,34 +393,47 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
             if (per_expert) {
                 for (std::int64_t e = 0; e < E; ++e) {
                     ExpertWeights<T>& x = L.experts[std::size_t(e)];
-                    x.w_gate = matrix(names.expert_gate, l, f, d, "expert W_gate", e);
-                    x.w_up = matrix(names.expert_up, l, f, d, "expert W_in", e);
-                    x.w_down = matrix(names.expert_down, l, d, f, "expert W_out", e);
+                    auto expert = [&](Mat<T>& dense, QuantMatrix& view, const std::string& pattern, std::int64_t rows,
+                                      std::int64_t cols, const char* what) {
+                        need(pattern, what);
+                        if (s.view && !layout.conv1d) view = s.view(full(pattern, l, e), {rows, cols});
+                        if (view.empty()) dense = matrix(pattern, l, rows, cols, what, e);
+                    };
+                    expert(x.w_gate, x.w_gate_file, names.expert_gate, f, d, "expert W_gate");
+                    expert(x.w_up, x.w_up_file, names.expert_up, f, d, "expert W_in");
+                    expert(x.w_down, x.w_down_file, names.expert_down, d, f, "expert W_out");
                 }
-            } else if (!names.experts_gate.empty()) {  // … or each projection of all experts in one tensor (GGUF)
-                need(names.experts_down, "stacked experts' down");
-                Mat<T> gate(E * f, d), up(E * f, d), down(E * d, f);
-                fill_tensor<T>(s, full(names.experts_gate, l), {E, f, d}, gate.data());
-                fill_tensor<T>(s, full(names.experts_up, l), {E, f, d}, up.data());
-                fill_tensor<T>(s, full(names.experts_down, l), {E, d, f}, down.data());
-                for (std::int64_t e = 0; e < E; ++e) {
-                    ExpertWeights<T>& x = L.experts[std::size_t(e)];
-                    x.w_gate = gate.middleRows(e * f, f);
-                    x.w_up = up.middleRows(e * f, f);
-                    x.w_down = down.middleRows(e * d, d);
+            } else {
+                // … else all experts in one tensor per projection (GGUF's gate, up and down _exps), or gate|up
+                // fused ((E, 2·d_ff, d): Hugging Face's experts.gate_up_proj) and down. Expert e's map with
+                // offset o and r rows is then rows [e·per + o, e·per + o + r) of the (E·per × cols) tensor:
+                // a view into it when the source gives one, else a copy out of the dense read.
+                struct Part { std::int64_t offset, rows; Mat<T> ExpertWeights<T>::*dense; QuantMatrix ExpertWeights<T>::*view; };
+                auto stacked = [&](const std::string& pattern, std::int64_t per, std::int64_t cols, const char* what,
+                                   const std::vector<Part>& parts) {
+                    const QuantMatrix all = fused_view(pattern, l, {E, per, cols}, what);
+                    Mat<T> dense;
+                    if (all.empty()) {
+                        dense.resize(E * per, cols);
+                        fill_tensor<T>(s, full(pattern, l), {E, per, cols}, dense.data());
+                    }
+                    for (std::int64_t e = 0; e < E; ++e)
+                        for (const Part& p : parts) {
+                            ExpertWeights<T>& x = L.experts[std::size_t(e)];
+                            if (!all.empty()) x.*(p.view) = all.middle_rows(e * per + p.offset, p.rows);
+                            else x.*(p.dense) = dense.middleRows(e * per + p.offset, p.rows);
+                        }
+                };
+                using X = ExpertWeights<T>;
+                if (!names.experts_gate.empty()) {
+                    stacked(names.experts_gate, f, d, "stacked experts' gate", {{0, f, &X::w_gate, &X::w_gate_file}});
+                    stacked(names.experts_up, f, d, "stacked experts' up", {{0, f, &X::w_up, &X::w_up_file}});
+                } else {
+                    stacked(names.experts_gate_up, 2 * f, d, "fused experts' gate/up",
+                            {{0, f, &X::w_gate, &X::w_gate_file}, {f, f, &X::w_up, &X::w_up_file}});
                 }
-            } else {  // … else every expert in one tensor: (E, 2·d_ff, d) gate|up and (E, d, d_ff)
-                need(names.experts_gate_up, "fused experts' gate/up");
-                need(names.experts_down, "fused experts' down");
-                Mat<T> gate_up(E * 2 * f, d), down(E * d, f);
-                fill_tensor<T>(s, full(names.experts_gate_up, l), {E, 2 * f, d}, gate_up.data());
-                fill_tensor<T>(s, full(names.experts_down, l), {E, d, f}, down.data());
-                for (std::int64_t e = 0; e < E; ++e) {
-                    ExpertWeights<T>& x = L.experts[std::size_t(e)];
-                    x.w_gate = gate_up.middleRows(e * 2 * f, f);
-                    x.w_up = gate_up.middleRows(e * 2 * f + f, f);
-                    x.w_down = down.middleRows(e * d, d);
-                }
+                stacked(names.experts_down, d, f, names.experts_gate.empty() ? "fused experts' down" : "stacked experts' down",
+                        {{0, d, &X::w_down, &X::w_down_file}});
             }
         }
     }
@@ -405,7 +441,7 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
     const std::string head = names.lm_head;  // the output head is never prefixed
     if (!c.tied_embeddings) {
         if (!s.has(head)) throw Error("untied model has no " + head, {where, head, {}});
-        if (s.view) w.lm_head_file = s.view(head, V, d);
+        if (s.view) w.lm_head_file = s.view(head, {V, d});
         if (w.lm_head_file.empty()) w.lm_head = read_matrix<T>(s, head, V, d);
     }
     return w;
@@ -510,10 +546,8 @@ inline Config hf_config(const nlohmann::json& j, const std::string& path) {
 // True when some linear map of `w` is a view (file-type storage found a tensor to keep in place).
 template <class T>
 bool has_views(const Weights<T>& w) {
-    bool any = !w.tok_embed_file.empty() || !w.lm_head_file.empty();
-    for (const auto& L : w.layers)
-        for (const QuantMatrix* q : {&L.wq_file, &L.wk_file, &L.wv_file, &L.wo_file, &L.w_gate_file, &L.w_up_file, &L.w_down_file})
-            any = any || !q->empty();
+    bool any = false;
+    w.for_each_view([&](const QuantMatrix& m) { any = any || !m.empty(); });
     return any;
 }
 
@@ -531,7 +565,7 @@ Weights<T> hf_weights(const io::SafetensorsCheckpoint& ck, const std::string& di
     Weights<T> w = read_weights<T>(source, c, fam.hf, layout, dir);
     // A tied model that still ships its head (some exports do) is read as untied: the file decides.
     if (c.tied_embeddings && ck.has(fam.hf.lm_head)) {
-        if (views) w.lm_head_file = source.view(fam.hf.lm_head, c.vocab_size, c.d_model);
+        if (views) w.lm_head_file = source.view(fam.hf.lm_head, {c.vocab_size, c.d_model});
         if (w.lm_head_file.empty()) w.lm_head = read_matrix<T>(source, fam.hf.lm_head, c.vocab_size, c.d_model);
     }
     return w;

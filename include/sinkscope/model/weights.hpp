@@ -6,10 +6,10 @@
 // `visit_parameters` walks the used ones with their canonical names (the names checkpoints are saved
 // under), so the optimiser, the checkpoint writer and the gradient check share one list.
 //
-// File-type storage (model/load.hpp, LoadOptions{WeightStorage::file_type}; float only, GGUF only): the
-// plain linear maps (W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the token embedding and the output head) may
-// instead be QuantMatrix views of their GGUF blocks in the memory-mapped file (the `*_file` members; the
-// Mat is then empty), which Weights::file keeps alive. The forward reads them through detail::linear_weight
+// File-type storage (model/load.hpp, LoadOptions{WeightStorage::file_type}; float only, GGUF or F16/BF16
+// safetensors): the linear maps (W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the experts' maps, the token
+// embedding and the output head) may instead be QuantMatrix views of their blocks in the memory-mapped file
+// (the `*_file` members, for_each_view; the Mat is then empty), which Weights::file keeps alive. The forward reads them through detail::linear_weight
 // (model/forward.hpp); everything that needs dense parameters (visit_parameters, so training, checkpoints and
 // the CUDA upload; cast_weights; output_head) refuses such weights with an Error (require_dense).
 #pragma once
@@ -42,6 +42,7 @@ struct NormWeights {
 template <class T>
 struct ExpertWeights {
     Mat<T> w_gate, w_up, w_down;     // (d_ff × d), (d_ff × d), (d × d_ff)
+    QuantMatrix w_gate_file, w_up_file, w_down_file;  // file-type storage: views (each set only when its Mat is empty)
 };
 
 template <class T>
@@ -64,7 +65,15 @@ struct LayerWeights {
 
     // File-type storage: views of the same maps in their GGUF blocks (each set only when its Mat is empty).
     QuantMatrix wq_file, wk_file, wv_file, wo_file, w_gate_file, w_up_file, w_down_file;
-    QuantCompute compute = QuantCompute::exact;  // arithmetic of the products with the views
+    QuantCompute compute = QuantCompute::exact;  // arithmetic of the products with the views (experts' too)
+
+    /// Calls f(view) for every view slot of the layer, empty ones included: the maps', then each expert's.
+    template <class F>
+    void for_each_view(F&& f) const {
+        for (const QuantMatrix* m : {&wq_file, &wk_file, &wv_file, &wo_file, &w_gate_file, &w_up_file, &w_down_file}) f(*m);
+        for (const auto& e : experts)
+            for (const QuantMatrix* m : {&e.w_gate_file, &e.w_up_file, &e.w_down_file}) f(*m);
+    }
 };
 
 template <class T>
@@ -89,6 +98,13 @@ struct Weights {
 
     /// True when some linear maps are views of the file's blocks (WeightStorage::file_type).
     bool file_type() const noexcept { return file != nullptr; }
+    /// Calls f(view) for every view slot, empty ones included: the embedding's, the head's, each layer's.
+    template <class F>
+    void for_each_view(F&& f) const {
+        f(tok_embed_file);
+        f(lm_head_file);
+        for (const auto& L : layers) L.for_each_view(f);
+    }
     /// The arithmetic of every product with a view (the head's and each layer's).
     void set_compute(QuantCompute c) {
         compute = c;
@@ -179,10 +195,7 @@ template <class T>
 std::int64_t parameter_count(const Weights<T>& w) {
     std::int64_t n = 0;
     detail::visit_dense_parameters(const_cast<Weights<T>&>(w), [&](const std::string&, const auto& t) { n += t.size(); });
-    auto views = [&](const QuantMatrix& m) { n += m.rows * m.cols; };
-    views(w.tok_embed_file); views(w.lm_head_file);
-    for (const auto& L : w.layers)
-        for (const QuantMatrix* m : {&L.wq_file, &L.wk_file, &L.wv_file, &L.wo_file, &L.w_gate_file, &L.w_up_file, &L.w_down_file}) views(*m);
+    w.for_each_view([&](const QuantMatrix& m) { n += m.rows * m.cols; });
     return n;
 }
 
