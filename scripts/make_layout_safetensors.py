@@ -10,9 +10,10 @@ linear maps N(0, 1/row length), norms 1 + 0.02·N(0, 1), biases 0.02·N(0, 1). N
 
     .venv/bin/python scripts/make_layout_safetensors.py --layout qwen2-7b  --out /tmp/layouts/qwen2-7b-bf16
     .venv/bin/python scripts/make_layout_safetensors.py --layout llama3-8b --out /tmp/layouts/llama3-8b-bf16
+    .venv/bin/python scripts/make_layout_safetensors.py --layout olmoe-1b-7b --out /tmp/layouts/olmoe-bf16
     .venv/bin/python scripts/make_layout_safetensors.py --layout qwen2-7b --layers 2 --out /tmp/layouts/qwen2-2l
 
-The full directories are 15.2 and 16.1 GB: write them outside the repository. `--layers N` keeps every
+The full directories are 15.2, 16.1 and 13.8 GB (OLMoE: 64 experts a layer): write them outside the repository. `--layers N` keeps every
 per-layer shape. Each tensor is written in chunks of rows (about 64 MB), so memory stays small.
 """
 import argparse
@@ -42,6 +43,16 @@ LAYOUTS = {
                     attention_bias=False, mlp_bias=False, bos_token_id=128000, eos_token_id=128009,
                     torch_dtype="bfloat16"),
         qkv_bias=False),
+    # allenai/OLMoE-1B-7B-0924's config.json: 64 experts of d_ff 1024 per layer, 8 routed per token,
+    # QK-norm over the whole projections; 6.9 B parameters, 1.3 B active.
+    "olmoe-1b-7b": dict(
+        config=dict(architectures=["OlmoeForCausalLM"], model_type="olmoe", hidden_size=2048,
+                    intermediate_size=1024, num_hidden_layers=16, num_attention_heads=16,
+                    num_key_value_heads=16, num_experts=64, num_experts_per_tok=8, norm_topk_prob=False,
+                    vocab_size=50304, max_position_embeddings=4096, rope_theta=10000.0, rms_norm_eps=1e-5,
+                    hidden_act="silu", tie_word_embeddings=False, attention_bias=False, bos_token_id=None,
+                    eos_token_id=50279, pad_token_id=1, torch_dtype="bfloat16"),
+        qkv_bias=False),
 }
 CHUNK_BYTES = 64 << 20
 SHARD_BYTES = 4 << 30  # about what the Hub's shards hold
@@ -63,8 +74,17 @@ def tensor_plan(L, n_layers):
         if L["qkv_bias"]:
             plan += [(p + "self_attn.q_proj.bias", [q], "bias"), (p + "self_attn.k_proj.bias", [kv], "bias"),
                      (p + "self_attn.v_proj.bias", [kv], "bias")]
-        plan += [(p + "self_attn.o_proj.weight", [d, q], "weight"),
-                 (p + "post_attention_layernorm.weight", [d], "norm"),
+        plan += [(p + "self_attn.o_proj.weight", [d, q], "weight")]
+        if "num_experts" in c:  # OLMoE: QK-norm gains, a router and one (gate, up, down) per expert
+            plan += [(p + "self_attn.q_norm.weight", [q], "norm"), (p + "self_attn.k_norm.weight", [kv], "norm"),
+                     (p + "post_attention_layernorm.weight", [d], "norm"),
+                     (p + "mlp.gate.weight", [c["num_experts"], d], "weight")]
+            for e in range(c["num_experts"]):
+                x = p + f"mlp.experts.{e}."
+                plan += [(x + "gate_proj.weight", [ff, d], "weight"), (x + "up_proj.weight", [ff, d], "weight"),
+                         (x + "down_proj.weight", [d, ff], "weight")]
+            continue
+        plan += [(p + "post_attention_layernorm.weight", [d], "norm"),
                  (p + "mlp.gate_proj.weight", [ff, d], "weight"),
                  (p + "mlp.up_proj.weight", [ff, d], "weight"),
                  (p + "mlp.down_proj.weight", [d, ff], "weight")]
