@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sinkscope/layers/parallel_rows.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
 
@@ -34,8 +35,15 @@ template <class T> T activate(Activation a, T x) {
 }
 template <class T>
 void activation_forward(Mat<T>& y, const Mat<T>& x, Activation a) {
-    if (a == Activation::silu) { y = (x.array() / (T(1) + (-x.array()).exp())).matrix(); return; }  // vectorised exp
-    y = x.unaryExpr([a](T v) { return activate(a, v); });
+    y.resize(x.rows(), x.cols());
+    const std::int64_t cols = x.cols();
+    // Rows [b, e) as one contiguous array: Eigen's linear traversal, packets as for the whole matrix.
+    parallel_rows(x.rows(), cols * std::int64_t(sizeof(T)), [&](std::int64_t b, std::int64_t e) {
+        const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> in(x.data() + b * cols, (e - b) * cols);
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> out(y.data() + b * cols, (e - b) * cols);
+        if (a == Activation::silu) out = in / (T(1) + (-in).exp());  // vectorised exp
+        else out = in.unaryExpr([a](T v) { return activate(a, v); });
+    });
 }
 
 }  // namespace sinkscope::model

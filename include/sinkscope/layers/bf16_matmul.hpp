@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/layers/parallel_rows.hpp"
 
 #if defined(__AVX512BF16__) && defined(__AVX512F__)
 #include <immintrin.h>
@@ -155,12 +156,14 @@ inline void pack_bf16(std::vector<std::uint16_t>& out, const MatrixRef& m, bool&
     transposed = m.col_stride != 1 && m.row_stride == 1;
     const std::int64_t outer = transposed ? m.cols : m.rows, inner = transposed ? m.rows : m.cols;
     const std::int64_t outer_stride = transposed ? m.col_stride : m.row_stride, inner_stride = transposed ? 1 : m.col_stride;
-    for (std::int64_t i = 0; i < outer; ++i) {
-        const float* r = m.data + i * outer_stride;
-        std::uint16_t* o = out.data() + i * inner;
-        if (inner_stride == 1) convert_bf16(o, r, inner);
-        else for (std::int64_t j = 0; j < inner; ++j) o[j] = to_bf16_bits(r[j * inner_stride]);
-    }
+    parallel_rows(outer, inner * std::int64_t(sizeof(float)), [&](std::int64_t first, std::int64_t end) {
+        for (std::int64_t i = first; i < end; ++i) {
+            const float* r = m.data + i * outer_stride;
+            std::uint16_t* o = out.data() + i * inner;
+            if (inner_stride == 1) convert_bf16(o, r, inner);
+            else for (std::int64_t j = 0; j < inner; ++j) o[j] = to_bf16_bits(r[j * inner_stride]);
+        }
+    });
 }
 
 #ifdef SINKSCOPE_HAVE_ONEDNN

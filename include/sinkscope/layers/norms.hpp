@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sinkscope/layers/parallel_rows.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
 
@@ -24,25 +25,29 @@ namespace sinkscope::model {
 template <class T>
 void rmsnorm_forward(Mat<T>& y, const Mat<T>& x, const Vec<T>& g, double eps) {
     y.resize(x.rows(), x.cols());
-    for (Eigen::Index t = 0; t < x.rows(); ++t) {
-        const T ms = x.row(t).squaredNorm() / T(x.cols());
-        const T inv = T(1) / std::sqrt(ms + T(eps));
-        y.row(t) = (x.row(t) * inv).cwiseProduct(g.transpose());
-    }
+    parallel_rows(x.rows(), x.cols() * std::int64_t(sizeof(T)), [&](std::int64_t b, std::int64_t e) {
+        for (Eigen::Index t = b; t < e; ++t) {
+            const T ms = x.row(t).squaredNorm() / T(x.cols());
+            const T inv = T(1) / std::sqrt(ms + T(eps));
+            y.row(t) = (x.row(t) * inv).cwiseProduct(g.transpose());
+        }
+    });
 }
 
 // LayerNorm: y = (x − mean(x)) / √(var(x) + eps) ⊙ g + b, variance with 1/d (biased), as PyTorch.
 template <class T>
 void layernorm_forward(Mat<T>& y, const Mat<T>& x, const Vec<T>& g, const Vec<T>& b, double eps) {
     y.resize(x.rows(), x.cols());
-    for (Eigen::Index t = 0; t < x.rows(); ++t) {
-        const T mean = x.row(t).mean();
-        const auto centred = x.row(t).array() - mean;
-        const T var = centred.square().mean();
-        const T inv = T(1) / std::sqrt(var + T(eps));
-        y.row(t) = (centred * inv).matrix().cwiseProduct(g.transpose());
-        if (b.size()) y.row(t) += b.transpose();
-    }
+    parallel_rows(x.rows(), x.cols() * std::int64_t(sizeof(T)), [&](std::int64_t first, std::int64_t end) {
+        for (Eigen::Index t = first; t < end; ++t) {
+            const T mean = x.row(t).mean();
+            const auto centred = x.row(t).array() - mean;
+            const T var = centred.square().mean();
+            const T inv = T(1) / std::sqrt(var + T(eps));
+            y.row(t) = (centred * inv).matrix().cwiseProduct(g.transpose());
+            if (b.size()) y.row(t) += b.transpose();
+        }
+    });
 }
 
 // DynamicTanh (Zhu et al.): y = γ ⊙ tanh(α x) + β, α a learnable scalar.

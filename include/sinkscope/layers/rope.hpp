@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "sinkscope/layers/parallel_rows.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
 
@@ -79,19 +80,21 @@ void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double
                   std::int64_t offset = 0, std::int64_t rotary_dim = 0, const std::vector<double>& rope_freq_divisors = {}) {
     const std::int64_t r = rotary_dim > 0 ? rotary_dim : head_dim, half = r / 2;
     const RopeTable<T>& tab = rope_table<T>(x.rows(), r, base, offset, rope_freq_divisors);
-    for (Eigen::Index t = 0; t < x.rows(); ++t) {
-        for (std::int64_t i = 0; i < half; ++i) {
-            const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];
-            for (std::int64_t h = 0; h < n_heads; ++h) {
-                T* head = x.row(t).data() + h * head_dim;
-                const std::int64_t ia = layout == RopeLayout::interleaved ? 2 * i : i;
-                const std::int64_t ib = layout == RopeLayout::interleaved ? 2 * i + 1 : i + half;
-                const T a = head[ia], b = head[ib];
-                head[ia] = a * c - b * s;
-                head[ib] = a * s + b * c;
+    parallel_rows(x.rows(), x.cols() * std::int64_t(sizeof(T)), [&](std::int64_t first, std::int64_t end) {
+        for (Eigen::Index t = first; t < end; ++t) {
+            for (std::int64_t i = 0; i < half; ++i) {
+                const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];
+                for (std::int64_t h = 0; h < n_heads; ++h) {
+                    T* head = x.row(t).data() + h * head_dim;
+                    const std::int64_t ia = layout == RopeLayout::interleaved ? 2 * i : i;
+                    const std::int64_t ib = layout == RopeLayout::interleaved ? 2 * i + 1 : i + half;
+                    const T a = head[ia], b = head[ib];
+                    head[ia] = a * c - b * s;
+                    head[ib] = a * s + b * c;
+                }
             }
         }
-    }
+    });
 }
 
 }  // namespace sinkscope::model

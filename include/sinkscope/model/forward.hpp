@@ -21,6 +21,7 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/io/dequantize.hpp"
+#include "sinkscope/layers/parallel_rows.hpp"
 #include "sinkscope/layers/quantized_linear.hpp"
 #include "sinkscope/model/block_wiring.hpp"
 #include "sinkscope/model/config.hpp"
@@ -358,7 +359,9 @@ void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
             hook(names[HookId::mlp_pre], gate.data(), {n, c.d_ff});
             hook(names[HookId::mlp_pre_linear], up.data(), {n, c.d_ff});
             activation_forward(hidden, gate, c.activation);
-            hidden.array() *= up.array();  // w2(silu(w1 x) * w3 x)
+            parallel_rows(n, c.d_ff * std::int64_t(sizeof(T)), [&](std::int64_t b, std::int64_t e) {
+                hidden.middleRows(b, e - b).array() *= up.middleRows(b, e - b).array();  // w2(silu(w1 x) * w3 x)
+            });
             hook(names[HookId::mlp_post], hidden.data(), {n, c.d_ff});
             linear_weight(out, hidden, w.w_down, w.w_down_file, w.b_down, w.compute);
             return;
