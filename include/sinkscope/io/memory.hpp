@@ -102,6 +102,18 @@ inline std::uint64_t value_count(const SafetensorsFile& f) {
     return n;
 }
 
+/// A Hugging Face model directory: a directory holding config.json (model/load.hpp's load_hf).
+inline bool is_hf_directory(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::is_directory(path, ec) && std::filesystem::exists(path + "/config.json", ec);
+}
+/// A training run's directory: no config.json, but the checkpoint.safetensors a run writes (train/checkpoint.hpp).
+inline bool is_run_directory(const std::string& path) {
+    std::error_code ec;
+    return std::filesystem::is_directory(path, ec) && !std::filesystem::exists(path + "/config.json", ec) &&
+           std::filesystem::exists(path + "/checkpoint.safetensors", ec);
+}
+
 /// Values in all tensors of the checkpoint at `path`, as the loaders find it: a Hugging Face directory (its
 /// model.safetensors or the shards of its index), a training run's directory (its checkpoint.safetensors), a
 /// .safetensors file, or else a GGUF file. Errors are the parsers' (naming the file, tensor and offset).
@@ -112,7 +124,7 @@ inline std::uint64_t checkpoint_value_count(const std::string& path) {
     auto exists = [&ec](const std::string& q) { return fs::exists(q, ec); };
     if (!exists(path)) throw Error("no such file or directory", {path, "", std::nullopt});
     std::string p = path;
-    if (is_dir(p) && !exists(p + "/config.json") && exists(p + "/checkpoint.safetensors")) p += "/checkpoint.safetensors";
+    if (is_run_directory(p)) p += "/checkpoint.safetensors";
     if (is_dir(p) || fs::path(p).extension() == ".safetensors") {
         const SafetensorsCheckpoint ck(p);
         std::uint64_t n = 0;
@@ -168,7 +180,7 @@ inline std::uint64_t file_type_bytes(const std::string& name, std::size_t rank, 
 inline std::uint64_t checkpoint_file_type_bytes(const std::string& path) {
     namespace fs = std::filesystem;
     std::error_code ec;
-    if (fs::is_directory(path, ec) && fs::exists(path + "/config.json", ec)) {
+    if (is_hf_directory(path)) {
         const SafetensorsCheckpoint ck(path);
         std::uint64_t n = 0;
         for (const auto& f : ck.files())

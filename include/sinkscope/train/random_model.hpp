@@ -53,10 +53,8 @@ inline bool is_sinkscope_checkpoint(const std::string& path) {
 
 template <class T>
 model::LoadedModel<T> load_for_analysis(const std::string& path) {
-    namespace fs = std::filesystem;
     std::string ck = path;
-    if (fs::is_directory(path) && !fs::exists(path + "/config.json") && fs::exists(path + "/checkpoint.safetensors"))
-        ck = path + "/checkpoint.safetensors";
+    if (io::is_run_directory(path)) ck = path + "/checkpoint.safetensors";
     if (detail::is_sinkscope_checkpoint(ck)) {
         auto c = load_checkpoint<T>(ck);
         model::LoadedModel<T> m;
@@ -87,7 +85,7 @@ inline model::LoadedModel<float> load_within_memory(const std::string& path, con
     namespace fs = std::filesystem;
     std::error_code ec;
     const bool gguf = !fs::is_directory(path, ec) && fs::path(path).extension() != ".safetensors";
-    const bool hf = fs::is_directory(path, ec) && fs::exists(path + "/config.json", ec);
+    const bool hf = io::is_hf_directory(path);
     WeightMemory m;
     const bool file_type = options.storage == model::WeightStorage::file_type && (gguf || hf);
     if (file_type) m = {io::require_weights_fit_file_type(path), "weights (linear maps in their file types)"};
