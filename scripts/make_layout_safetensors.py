@@ -13,8 +13,9 @@ linear maps N(0, 1/row length), norms 1 + 0.02·N(0, 1), biases 0.02·N(0, 1). N
     .venv/bin/python scripts/make_layout_safetensors.py --layout olmoe-1b-7b --out /tmp/layouts/olmoe-bf16
     .venv/bin/python scripts/make_layout_safetensors.py --layout qwen2-7b --layers 2 --out /tmp/layouts/qwen2-2l
 
-The full directories are 15.2, 16.1 and 13.8 GB (OLMoE: 64 experts a layer): write them outside the repository. `--layers N` keeps every
-per-layer shape. Each tensor is written in chunks of rows (about 64 MB), so memory stays small.
+The full directories are 15.2, 16.1 and 13.8 GB (OLMoE: 64 experts a layer): write them outside the
+repository. `--layers N` keeps every per-layer shape. Each tensor is written in chunks of rows (about 64 MB),
+so memory stays small.
 """
 import argparse
 import json

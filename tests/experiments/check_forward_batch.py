@@ -7,7 +7,8 @@ Runs EXE at its --smoke size twice, with --forward-batch 1 and --forward-batch 4
 results and verdicts and every file written beside it (.npy, .csv) to be byte for byte equal:
 model::forward_each batches only where a batch is bit-exact with one sample at a time, and the experiment
 must see its samples in the same order either way. The batched run must also have run fewer forward passes
-(meta.json "forward_passes"), so that a silent fallback to one sample at a time cannot pass. Exit 77 (CTest: skipped) when MODEL does not exist.
+(meta.json "forward_passes"), so that a silent fallback to one sample at a time cannot pass.
+Exit 77 (CTest: skipped) when MODEL does not exist.
 """
 import filecmp
 import json

@@ -114,8 +114,9 @@ BatchLogits<T> forward_batch(const Config& c, const Weights<T>& w, const std::ve
 // sequence: sliced to its length, with forward()'s shapes (no batch dimension; scores and pattern
 // [head, T_b, T_b]), sequence after sequence, each in the order forward() offers them, calling
 // before_sequence(b) first and after_sequence(b, the batch's logits) last. The streaming reducers
-// (model/reducers.hpp) thus observe a batch as they observe forward() on each sequence in turn. Read-only: the activations are offered after the batch has
-// run, so what these hooks write changes nothing (interventions go through forward_batch's own hooks).
+// (model/reducers.hpp) thus observe a batch as they observe forward() on each sequence in turn.
+// Read-only: the activations are offered after the batch has run, so what these hooks write changes
+// nothing (interventions go through forward_batch's own hooks).
 // Memory: a copy of every activation the hooks want, for the whole batch.
 template <class T>
 BatchLogits<T> forward_batch_replay(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences,
@@ -190,8 +191,8 @@ struct EachSequence {
 // passes it ran.
 template <class T>
 std::int64_t forward_each(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences,
-                  const HookSet<T>& hooks, std::int64_t per_pass, const EachSequence<T>& on, ForwardOptions options = {},
-                  std::int64_t first = 0, std::int64_t end = -1) {
+                          const HookSet<T>& hooks, std::int64_t per_pass, const EachSequence<T>& on,
+                          ForwardOptions options = {}, std::int64_t first = 0, std::int64_t end = -1) {
     if (end < 0) end = std::int64_t(sequences.size());
     require(per_pass >= 1, "forward_each: per_pass must be at least 1, not " + std::to_string(per_pass));
     require(0 <= first && first <= end && end <= std::int64_t(sequences.size()),

@@ -16,10 +16,10 @@
 // map is a view into the same bytes (QuantMatrix::middle_rows). Everything else is float32 as before: F32
 // tensors, norms, biases, the MoE router, and what must be reordered or transposed (GPT-NeoX's per-head QKV
 // in Hugging Face, GPT-2's Conv1D), whose maps are not row ranges. A 7B Hugging Face checkpoint in BF16 thus
-// needs about 15 GB instead of 30. LoadOptions::precision (T = float) sets Weights::precision: MatmulPrecision::bf16 runs
-// the dense linear products with bf16 inputs and float32 accumulation (layers/bf16_matmul.hpp, oneDNN);
-// QuantCompute::bf16 does the same with BF16 views, reading their bits in place. load_options_problem holds
-// the rules for combining them.
+// needs about 15 GB instead of 30. LoadOptions::precision (T = float) sets Weights::precision:
+// MatmulPrecision::bf16 runs the dense linear products with bf16 inputs and float32 accumulation
+// (layers/bf16_matmul.hpp, oneDNN); QuantCompute::bf16 does the same with BF16 views, reading their bits in
+// place. load_options_problem holds the rules for combining them.
 #pragma once
 
 #include <filesystem>
@@ -408,7 +408,11 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
                 // fused ((E, 2·d_ff, d): Hugging Face's experts.gate_up_proj) and down. Expert e's map with
                 // offset o and r rows is then rows [e·per + o, e·per + o + r) of the (E·per × cols) tensor:
                 // a view into it when the source gives one, else a copy out of the dense read.
-                struct Part { std::int64_t offset, rows; Mat<T> ExpertWeights<T>::*dense; QuantMatrix ExpertWeights<T>::*view; };
+                struct Part {
+                    std::int64_t offset, rows;            // within each expert's `per` rows
+                    Mat<T> ExpertWeights<T>::*dense;      // where the map goes when read dense
+                    QuantMatrix ExpertWeights<T>::*view;  // where it goes as a view
+                };
                 auto stacked = [&](const std::string& pattern, std::int64_t per, std::int64_t cols, const char* what,
                                    const std::vector<Part>& parts) {
                     const QuantMatrix all = fused_view(pattern, l, {E, per, cols}, what);

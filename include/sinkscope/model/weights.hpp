@@ -9,9 +9,10 @@
 // File-type storage (model/load.hpp, LoadOptions{WeightStorage::file_type}; float only, GGUF or F16/BF16
 // safetensors): the linear maps (W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the experts' maps, the token
 // embedding and the output head) may instead be QuantMatrix views of their blocks in the memory-mapped file
-// (the `*_file` members, for_each_view; the Mat is then empty), which Weights::file keeps alive. The forward reads them through detail::linear_weight
-// (model/forward.hpp); everything that needs dense parameters (visit_parameters, so training, checkpoints and
-// the CUDA upload; cast_weights; output_head) refuses such weights with an Error (require_dense).
+// (the `*_file` members, for_each_view; the Mat is then empty), which Weights::file keeps alive. The forward
+// reads them through detail::linear_weight (model/forward.hpp); everything that needs dense parameters
+// (visit_parameters, so training, checkpoints and the CUDA upload; cast_weights; output_head) refuses such
+// weights with an Error (require_dense).
 #pragma once
 
 #include <Eigen/Core>
