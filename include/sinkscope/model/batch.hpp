@@ -167,11 +167,14 @@ BatchLogits<T> forward_batch_replay(const Config& c, const Weights<T>& w, const 
 // may block a product differently for a different row count and promise no row's sum order), and every
 // length a multiple of 4, Eigen 3.4's GEMM panel width in positions, so that no position of a sequence lands
 // in a tail panel, alone or batched.
+// Sequences [first, end) of `sequences` (all of them by default).
 template <class T>
-bool batch_is_bit_exact(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences) {
+bool batch_is_bit_exact(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences,
+                        std::int64_t first = 0, std::int64_t end = -1) {
+    if (end < 0) end = std::int64_t(sequences.size());
     return c.ffn != FfnKind::moe && c.attention != AttentionKind::sink_token && w.precision != MatmulPrecision::bf16 &&
            !(w.file_type() && w.compute == QuantCompute::bf16) &&
-           std::all_of(sequences.begin(), sequences.end(), [](const auto& s) { return s.size() % 4 == 0; });
+           std::all_of(sequences.begin() + first, sequences.begin() + end, [](const auto& s) { return s.size() % 4 == 0; });
 }
 
 // What forward_each calls around each sequence.
@@ -198,9 +201,7 @@ std::int64_t forward_each(const Config& c, const Weights<T>& w, const std::vecto
     require(0 <= first && first <= end && end <= std::int64_t(sequences.size()),
             "forward_each: range [" + std::to_string(first) + ", " + std::to_string(end) + ") lies outside the " +
                 std::to_string(sequences.size()) + " sequences");
-    if (per_pass > 1 && !batch_is_bit_exact(c, w, std::vector<std::vector<std::int32_t>>(sequences.begin() + first,
-                                                                                          sequences.begin() + end)))
-        per_pass = 1;
+    if (per_pass > 1 && !batch_is_bit_exact(c, w, sequences, first, end)) per_pass = 1;
     const Mat<T> none;
     std::int64_t passes = 0;
     for (std::int64_t i = first; i < end; i += per_pass, ++passes) {

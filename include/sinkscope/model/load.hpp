@@ -292,18 +292,19 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
         return Mat<T>(read_matrix<T>(s, full(pattern, l, e), cols, rows).transpose());
     };
     // A plain linear map: a view of the file's blocks when the source gives one (file-type storage), else dense.
-    auto linear = [&](Mat<T>& dense, QuantMatrix& view, const std::string& pattern, std::int64_t l, std::int64_t rows,
-                      std::int64_t cols, const char* what) {
+    // A view of the tensor (`shape` in PyTorch order; rows = the product of all but the last dimension) when
+    // the source gives one, else empty. A fused q|k|v or gate|up and stacked experts hold several maps as
+    // consecutive row ranges: the caller slices the view (QuantMatrix::middle_rows).
+    auto file_view = [&](const std::string& pattern, std::int64_t l, const std::vector<std::int64_t>& shape,
+                         const char* what, std::int64_t e = -1) {
         need(pattern, what);
-        if (s.view && !layout.conv1d) view = s.view(full(pattern, l), {rows, cols});
-        if (view.empty()) dense = matrix(pattern, l, rows, cols, what);
+        return s.view && !layout.conv1d ? s.view(full(pattern, l, e), shape) : QuantMatrix();
     };
-    // A tensor that holds several maps as consecutive row ranges (fused q|k|v or gate|up, stacked experts;
-    // `shape` in PyTorch order, its rows the product of all but the last dimension): a view of the whole
-    // when the source gives one, which the caller slices (QuantMatrix::middle_rows), else empty.
-    auto fused_view = [&](const std::string& pattern, std::int64_t l, const std::vector<std::int64_t>& shape, const char* what) {
-        need(pattern, what);
-        return s.view && !layout.conv1d ? s.view(full(pattern, l), shape) : QuantMatrix();
+    // A plain linear map (expert e's with e ≥ 0): a view of the file's blocks when there is one, else dense.
+    auto linear = [&](Mat<T>& dense, QuantMatrix& view, const std::string& pattern, std::int64_t l, std::int64_t rows,
+                      std::int64_t cols, const char* what, std::int64_t e = -1) {
+        view = file_view(pattern, l, {rows, cols}, what, e);
+        if (view.empty()) dense = matrix(pattern, l, rows, cols, what, e);
     };
     auto vector = [&](const std::string& pattern, std::int64_t l, std::int64_t n, const char* what) {
         need(pattern, what);
@@ -343,7 +344,7 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
         } else {
             const Vec<T> b = c.qkv_bias ? vector(names.qkv_bias, l, q + 2 * kv, "fused QKV bias") : Vec<T>();
             const QuantMatrix qkv_view =
-                layout.fused == FusedQkv::concatenated ? fused_view(names.qkv, l, {q + 2 * kv, d}, "fused QKV") : QuantMatrix();
+                layout.fused == FusedQkv::concatenated ? file_view(names.qkv, l, {q + 2 * kv, d}, "fused QKV") : QuantMatrix();
             if (!qkv_view.empty()) {  // rows [q | k | v]: three views into it
                 L.wq_file = qkv_view.middle_rows(0, q);
                 L.wk_file = qkv_view.middle_rows(q, kv);
@@ -366,7 +367,7 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
             if (c.has_post_norm()) norm(L.ffn_post_norm, names.ffn_post_norm, "", l, "post-FFN norm");
         }
         if (c.ffn == FfnKind::swiglu && (names.w_gate.empty() || (!names.gate_up.empty() && s.has(full(names.gate_up, l))))) {
-            const QuantMatrix gate_up_view = fused_view(names.gate_up, l, {2 * c.d_ff, d}, "fused gate/up");
+            const QuantMatrix gate_up_view = file_view(names.gate_up, l, {2 * c.d_ff, d}, "fused gate/up");
             if (!gate_up_view.empty()) {  // rows [gate | up]
                 L.w_gate_file = gate_up_view.middle_rows(0, c.d_ff);
                 L.w_up_file = gate_up_view.middle_rows(c.d_ff, c.d_ff);
@@ -393,15 +394,9 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
             if (per_expert) {
                 for (std::int64_t e = 0; e < E; ++e) {
                     ExpertWeights<T>& x = L.experts[std::size_t(e)];
-                    auto expert = [&](Mat<T>& dense, QuantMatrix& view, const std::string& pattern, std::int64_t rows,
-                                      std::int64_t cols, const char* what) {
-                        need(pattern, what);
-                        if (s.view && !layout.conv1d) view = s.view(full(pattern, l, e), {rows, cols});
-                        if (view.empty()) dense = matrix(pattern, l, rows, cols, what, e);
-                    };
-                    expert(x.w_gate, x.w_gate_file, names.expert_gate, f, d, "expert W_gate");
-                    expert(x.w_up, x.w_up_file, names.expert_up, f, d, "expert W_in");
-                    expert(x.w_down, x.w_down_file, names.expert_down, d, f, "expert W_out");
+                    linear(x.w_gate, x.w_gate_file, names.expert_gate, l, f, d, "expert W_gate", e);
+                    linear(x.w_up, x.w_up_file, names.expert_up, l, f, d, "expert W_in", e);
+                    linear(x.w_down, x.w_down_file, names.expert_down, l, d, f, "expert W_out", e);
                 }
             } else {
                 // … else all experts in one tensor per projection (GGUF's gate, up and down _exps), or gate|up
@@ -415,7 +410,7 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
                 };
                 auto stacked = [&](const std::string& pattern, std::int64_t per, std::int64_t cols, const char* what,
                                    const std::vector<Part>& parts) {
-                    const QuantMatrix all = fused_view(pattern, l, {E, per, cols}, what);
+                    const QuantMatrix all = file_view(pattern, l, {E, per, cols}, what);
                     Mat<T> dense;
                     if (all.empty()) {
                         dense.resize(E * per, cols);
