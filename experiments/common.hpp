@@ -58,7 +58,7 @@ struct CommonOptions {
     unsigned seed = 0;                // seeds every random choice
     std::int64_t random_init = -1;    // ≥ 0: null control — the model's layout with random weights (this seed)
     std::string tokens_file;          // fixed token sequences, one per line (instead of text / random ids)
-    std::string weights = "float32";  // "float32" or "file": linear maps kept in their file types (model/load.hpp)
+    std::string weights = "float32";  // "float32", "file" (linear maps kept in their file types) or "bf16" (model/load.hpp)
     std::string compute = "exact";    // "exact", "int8" or "bf16" (model::load_options_from)
     std::int64_t forward_batch = 8;   // samples per forward pass where batching is bit-exact (model::forward_each)
 };
@@ -81,8 +81,9 @@ inline void add_common(CLI::App& app, CommonOptions& o) {
     app.add_option("--weights", o.weights,
                    "float32: convert every tensor at load; file: keep the linear maps of a GGUF or Hugging Face "
                    "directory in their file types, memory-mapped (a 7B model in its 4.7 or 15 GB instead of 30; "
-                   "B2 and B3 dequantize the one layer whose weights they read)")
-        ->check(CLI::IsMember({"float32", "file"}))->capture_default_str();
+                   "B2 and B3 dequantize the one layer whose weights they read); bf16: convert at load, then round "
+                   "the linear maps to BF16 once (with --compute bf16: the same products, half the memory, faster)")
+        ->check(CLI::IsMember({"float32", "file", "bf16"}))->capture_default_str();
     app.add_option("--compute", o.compute,
                    "exact, int8 (8-bit activations against block-typed maps, ~1e-2 relative) or bf16 (bf16 inputs, "
                    "float32 sums; needs oneDNN): check a result against exact before trusting it")

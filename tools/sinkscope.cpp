@@ -1,16 +1,18 @@
 // sinkscope — command-line front end of the library.
 //
-//   sinkscope info MODEL [--weights float32|file] [--compute exact|int8|bf16]   architecture, shapes, tensor types
+//   sinkscope info MODEL [--weights float32|file|bf16] [--compute exact|int8|bf16]   architecture, shapes, tensor types
 //   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos | --no-bos] --hooks NAME[,NAME…] --out DIR
-//                   [--weights float32|file] [--compute exact|int8|bf16]
+//                   [--weights float32|file|bf16] [--compute exact|int8|bf16]
 //                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json;
 //                                                --weights file keeps the linear maps of a GGUF or HF
 //                                                directory in their file types (memory-mapped), --compute
 //                                                their products' arithmetic; --compute bf16: dense and BF16
 //                                                products with bf16 inputs, float32 accumulation (oneDNN);
+//                                                --weights bf16 rounds the maps to BF16 once at load (half
+//                                                the memory; with --compute bf16 the same products, faster);
 //                                                hooks stay float32
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
-//                   [--bos] [--shard I/N] [--json F] [--batch 8] [--weights float32|file] [--compute exact|int8|bf16]
+//                   [--bos] [--shard I/N] [--json F] [--batch 8] [--weights float32|file|bf16] [--compute exact|int8|bf16]
 //                                                per-layer massive-activation and sink summary; with
 //                                                --shard only the I-th (0-based) of N equal contiguous
 //                                                parts of the samples; --json also holds the reducers' state;
@@ -109,7 +111,9 @@ int cmd_info(const std::string& path, const model::LoadOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto m = load_checked(path, options);
     std::cout << "model:      " << path << " (" << m.format << ", loaded in " << seconds_since(t0) << " s)\n"
-              << "weights:    " << (m.weights.file_type() ? "linear maps in their file types, memory-mapped, " +
+              << "weights:    " << (m.weights.storage == model::WeightStorage::bf16 ? "linear maps rounded to BF16 at load, " +
+                                                                  compute_name(m.weights) + " products"
+                                    : m.weights.file_type() ? "linear maps in their file types, memory-mapped, " +
                                                                   compute_name(m.weights) + " products"
                                     : m.weights.precision == model::MatmulPrecision::bf16 ? "float32, products with bf16 inputs"
                                                                                           : "float32")
@@ -190,7 +194,7 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
     nlohmann::json meta{{"sinkscope_version", version()}, {"model", path}, {"format", m.format},
                         {"tokens", ids}, {"hooks", wanted}, {"config", train::config_to_json(m.config)},
                         {"forward_seconds", elapsed}, {"dtype", "float32"},
-                        {"weights", m.weights.file_type() ? "file" : "float32"},
+                        {"weights", model::to_string(m.weights.storage)},
                         {"compute", compute_name(m.weights)}};
     std::ofstream meta_out(out + "/meta.json");
     meta_out << meta.dump(1) << "\n";
@@ -363,11 +367,12 @@ int main(int argc, char** argv) {
     info->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
     std::string weights = "float32", compute = "exact";
     const std::string weights_help = "file: keep the linear maps of a GGUF or Hugging Face directory in their file types "
-                                     "(blocks, F16, BF16), memory-mapped (forward only); float32: convert every tensor at load";
+                                     "(blocks, F16, BF16), memory-mapped (forward only); float32: convert every tensor at load; bf16: "
+                                     "convert at load, then round the linear maps to BF16 once (half the memory; forward only)";
     const std::string compute_help = "exact (float32 products; file-type maps as dequantized tiles), int8 (8-bit "
                                      "activations, integer dot products, for block-typed maps) or bf16 (bf16 inputs, "
                                      "float32 accumulation, for dense float32 and BF16 maps; needs oneDNN)";
-    info->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
+    info->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32", "bf16"}))->capture_default_str();
     info->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
 
     auto* capture = app.add_subcommand("capture", "run a text and save hooked activations as .npy");
@@ -378,7 +383,7 @@ int main(int argc, char** argv) {
     capture->add_flag("--no-bos", no_bos, "never prepend BOS")->excludes(bos_opt);
     capture->add_option("--hooks", hooks, "hook names, comma-separated (TransformerLens names)");
     capture->add_option("--out", out, "output directory");
-    capture->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
+    capture->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32", "bf16"}))->capture_default_str();
     capture->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
     capture->add_flag("--list-hooks", list_hooks, "print the hook names of this model and exit");
     capture->add_flag("--describe", describe_hooks, "with --list-hooks: one row per hook kind, with its shape and meaning");
@@ -395,7 +400,7 @@ int main(int argc, char** argv) {
     stats->add_flag("--bos", bos, "prepend BOS to every sample (default: none, as Gu et al.)");
     stats->add_option("--shard", shard, "I/N: only the I-th (from 0) of N equal contiguous parts of the samples");
     stats->add_option("--json", json_out, "also write the summary and the mergeable state as JSON here");
-    stats->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32"}))->capture_default_str();
+    stats->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32", "bf16"}))->capture_default_str();
     stats->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
     stats->add_option("--batch", batch, "samples per forward pass where batching is bit-exact (dense FFN, lengths "
                       "multiples of 4); one at a time elsewhere")->check(CLI::Range(1, 4096));

@@ -51,7 +51,8 @@ struct Intervention {
 class Model {
 public:
     // weights: "float32" (every tensor converted at load; GGUF, HF directory or sinkscope checkpoint) or
-    // "file" (the linear maps of a GGUF or HF directory kept in their file types, memory-mapped); compute:
+    // "file" (the linear maps of a GGUF or HF directory kept in their file types, memory-mapped) or "bf16"
+    // (converted at load, then the linear maps rounded to BF16 once: model/bf16_weights.hpp); compute:
     // "exact", "int8" (block-typed maps) or "bf16" (bf16 inputs, float32 sums; oneDNN): model::load_options_from.
     Model(const std::string& path, const std::string& weights, const std::string& compute) {
         model::LoadOptions o;
@@ -154,7 +155,7 @@ public:
     // A SwiGLU block's W_gate (d_ff, d), W_up (d_ff, d), W_down (d, d_ff): copies, float32.
     nb::tuple ffn_weights(std::int64_t layer) const {
         require(layer >= 0 && layer < m_.config.n_layers, "ffn_weights: layer " + std::to_string(layer) + " out of range");
-        require(!m_.weights.file_type(), "ffn_weights: the model keeps its linear maps in their file types; load with weights='float32'");
+        require(!m_.weights.file_type(), "ffn_weights: the model keeps its linear maps as views (weights='file' or 'bf16'); load with weights='float32'");
         require(m_.config.ffn == model::FfnKind::swiglu, "ffn_weights: the FFN is not a dense SwiGLU");
         const auto& w = m_.weights.layers[std::size_t(layer)];
         auto copy = [](const model::Mat<float>& a) { return owned(model::Mat<float>(a), {a.rows(), a.cols()}); };

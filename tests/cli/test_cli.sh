@@ -217,6 +217,20 @@ else
     check "--weights file --compute bf16 exits 0" test $? -eq 0
     check "--weights file --compute bf16 on F32 tensors is the dense bf16 forward" \
         cmp -s "$work/cap_bf16/blocks.0.hook_resid_post.npy" "$work/bf16_file/blocks.0.hook_resid_post.npy"
+    # --weights bf16: the maps rounded to BF16 once at load give the same bf16 forward, byte for byte, and say so.
+    "$bin" capture "$model" --tokens 1,50,60,70,80 --hooks blocks.0.hook_resid_post,blocks.1.hook_resid_post \
+        --weights bf16 --compute bf16 --out "$work/bf16_stored" > "$work/bf16_stored.log" 2>&1
+    check "--weights bf16 --compute bf16 exits 0" test $? -eq 0
+    check "--weights bf16 is the float32-weight bf16 forward, byte for byte" \
+        cmp -s "$work/cap_bf16/blocks.0.hook_resid_post.npy" "$work/bf16_stored/blocks.0.hook_resid_post.npy"
+    check "capture --weights bf16 records the storage" grep -q '"weights": "bf16"' "$work/bf16_stored/meta.json"
+    "$bin" info "$model" --weights bf16 --compute bf16 > "$work/info_bf16_stored" 2>&1
+    check "info --weights bf16 says so" grep -q "rounded to BF16 at load, bf16 products" "$work/info_bf16_stored"
+    "$bin" stats "$model" --tokens-file "$work/tokens.txt" --seq-len 8 --shard 1/2 --weights bf16 --compute bf16 \
+        --json "$work/shard1_bf16_stored.json" > /dev/null 2>&1
+    check "stats --weights bf16 records the storage" grep -q '"storage": "bf16"' "$work/shard1_bf16_stored.json"
+    "$bin" merge "$work/shard0.json" "$work/shard1_bf16_stored.json" > "$work/bf16_stored_merge.log" 2>&1
+    check "merge of a float32 and a BF16-weight shard exits 2" test $? -eq 2
 fi
 # stats with the linear maps in their file types and int8 products (SmolLM2 Q4_1: the shared model is all
 # F32, which loads as float32 whatever --weights says): the settings say so, and a shard computed that way

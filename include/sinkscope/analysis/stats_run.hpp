@@ -163,7 +163,7 @@ inline StatsRun run_stats(const model::LoadedModel<float>& m, const StatsRequest
     // products). Written only for file-type weights and bf16 products, so that a float32 run's JSON stays
     // what it was.
     if (m.weights.file_type())
-        settings["weights"] = {{"storage", "file"}, {"compute", model::to_string(m.weights.compute)}};
+        settings["weights"] = {{"storage", model::to_string(m.weights.storage)}, {"compute", model::to_string(m.weights.compute)}};
     else if (m.weights.precision == model::MatmulPrecision::bf16)
         settings["weights"] = {{"storage", "float32"}, {"compute", "bf16"}};
     StatsRun run{std::move(settings), r.shard, first, end, total,

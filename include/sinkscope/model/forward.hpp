@@ -402,7 +402,8 @@ const Mat<T>& force_sink_input(const Mat<T>& x, const Config& c, Mat<T>& buffer,
 // to bf16 again and keeps no copy. A kept copy of every weight would cost half the float32 weights' memory
 // for the thread's lifetime, to save what measured 0.04 s of a 0.54 s SmolLM2 forward at 512 tokens
 // (bench/run_forward_bench.sh, 2026-12-01), and would go stale if the caller edits a weight between
-// forwards (an ablation).
+// forwards (an ablation). Where the weights will not change, WeightStorage::bf16 (model/bf16_weights.hpp)
+// rounds them once instead and drops the float32 copy: the same products, bit for bit.
 class ForwardPrecision {
 public:
     template <class T>
@@ -466,13 +467,14 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
 
 }  // namespace detail
 
-// Runs the model over `tokens` (BOS, if wanted, must already be there) and returns the logits
-// (T × vocab), or an empty matrix when options say so. Hooks see every named activation.
-// With AttentionKind::sink_token the learnable sink embedding is prepended as position 0: the residual
-// stream and every hook have T + 1 positions (the sink first), the logits only the T real tokens.
+// forward() writing its logits into `logits`, whose memory is reused when it already has the shape
+// (T × vocab): a loop over many sequences of one length then allocates no new logits. The (T × vocab)
+// float32 logits are large (100 MB for SmolLM2 at 512 tokens); a fresh matrix is fresh pages from the
+// kernel, and faulting them in measured about 0.03 s of a 0.28 s forward (bench/bench_forward.cpp's
+// fresh_* fields, 2026-12-01). Empty when the options skip the logits.
 template <class T>
-Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int32_t>& tokens,
-               const HookSet<T>* hooks = nullptr, ForwardOptions options = {}) {
+void forward_into(Mat<T>& logits, const Config& c, const Weights<T>& w, const std::vector<std::int32_t>& tokens,
+                  const HookSet<T>* hooks = nullptr, ForwardOptions options = {}) {
     detail::check_tokens(c, tokens);
     const detail::ForwardPrecision precision(w);  // Weights::precision on this thread
     const std::int64_t sink = c.attention == AttentionKind::sink_token ? 1 : 0;
@@ -499,7 +501,10 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
     const std::int64_t last = options.last_layer < 0 ? c.n_layers - 1 : std::min(options.last_layer, c.n_layers - 1);
     detail::BlockScratch<T> scratch;
     for (std::int64_t l = 0; l <= last; ++l) detail::block_forward(x, w.layers[l], c, l, hook, scratch);
-    if (last != c.n_layers - 1 || !options.logits) return {};
+    if (last != c.n_layers - 1 || !options.logits) {
+        logits.resize(0, 0);
+        return;
+    }
 
     if (c.norm_placement != NormPlacement::post) {
         Mat<T> xn;
@@ -507,11 +512,21 @@ Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int3
         hook(hook_spec(HookId::ln_final).name, xn.data(), {n, d});
         x.swap(xn);
     }
-    Mat<T> logits;
     if (sink) { const Mat<T> real = x.bottomRows(n - 1); detail::head_forward(logits, real, w); }
     else detail::head_forward(logits, x, w);  // (T, vocab)
     softcap(logits, c.logit_softcap);  // c·tanh(logits/c) (Gemma 2)
     hook(hook_spec(HookId::logits).name, logits.data(), {n - sink, c.vocab_size});
+}
+
+// Runs the model over `tokens` (BOS, if wanted, must already be there) and returns the logits
+// (T × vocab), or an empty matrix when options say so. Hooks see every named activation.
+// With AttentionKind::sink_token the learnable sink embedding is prepended as position 0: the residual
+// stream and every hook have T + 1 positions (the sink first), the logits only the T real tokens.
+template <class T>
+Mat<T> forward(const Config& c, const Weights<T>& w, const std::vector<std::int32_t>& tokens,
+               const HookSet<T>* hooks = nullptr, ForwardOptions options = {}) {
+    Mat<T> logits;
+    forward_into(logits, c, w, tokens, hooks, options);
     return logits;
 }
 

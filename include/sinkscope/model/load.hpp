@@ -19,7 +19,9 @@
 // needs about 15 GB instead of 30. LoadOptions::precision (T = float) sets Weights::precision:
 // MatmulPrecision::bf16 runs the dense linear products with bf16 inputs and float32 accumulation
 // (layers/bf16_matmul.hpp, oneDNN); QuantCompute::bf16 does the same with BF16 views, reading their bits in
-// place. load_options_problem holds the rules for combining them.
+// place. WeightStorage::bf16 (T = float) reads as float32 and then rounds every dense linear map to BF16 once
+// (model/bf16_weights.hpp): the same products as MatmulPrecision::bf16, bit for bit, without converting the
+// weights on every call, in half the memory. load_options_problem holds the rules for combining them.
 #pragma once
 
 #include <filesystem>
@@ -33,17 +35,12 @@
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/io/gguf.hpp"
 #include "sinkscope/io/safetensors.hpp"
+#include "sinkscope/model/bf16_weights.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/families.hpp"
 #include "sinkscope/model/weights.hpp"
 
 namespace sinkscope::model {
-
-/// How a checkpoint's linear maps are kept in memory (file comment).
-enum class WeightStorage {
-    float32,    // every tensor converted to T at load (dense Mat; what training, CUDA and analysis need)
-    file_type,  // plain linear maps kept in their file types (GGUF blocks, F16, BF16), memory-mapped (forward and hooks only)
-};
 
 struct LoadOptions {
     WeightStorage storage = WeightStorage::float32;
@@ -58,8 +55,9 @@ struct LoadOptions {
 /// of the CLI and the Python module) builds only options that pass them.
 inline std::string load_options_problem(const LoadOptions& o, bool float_model) {
     const bool bf16 = o.precision == MatmulPrecision::bf16 || o.compute == QuantCompute::bf16;
-    if (!float_model && (bf16 || o.storage == WeightStorage::file_type))
-        return std::string(bf16 ? "bf16 compute" : "file-type storage") + " loads float models only (double is the exact reference)";
+    if (!float_model && (bf16 || o.storage != WeightStorage::float32))
+        return std::string(bf16 ? "bf16 compute" : o.storage == WeightStorage::bf16 ? "BF16 storage" : "file-type storage") +
+               " loads float models only (double is the exact reference)";
     if (bf16 && !bf16_matmul_available())
         return "bf16 compute needs oneDNN: install Debian's libdnnl-dev (scripts/setup.sh does) and rebuild; this build "
                "has only float32 products";
@@ -67,16 +65,18 @@ inline std::string load_options_problem(const LoadOptions& o, bool float_model) 
 }
 
 /// LoadOptions from the words of the CLI (--weights, --compute) and the Python module (weights=, compute=):
-/// weights "float32" (every tensor converted) or "file" (linear maps kept in their file types); compute
+/// weights "float32" (every tensor converted), "file" (linear maps kept in their file types) or "bf16" (linear
+/// maps rounded once to BF16 and held so: model/bf16_weights.hpp); compute
 /// "exact", "int8" (8-bit activations against block-typed maps; dense maps compute exactly) or "bf16" (bf16
 /// inputs, float32 sums: every dense float product and every BF16 map; F16 and block-typed maps exactly).
 /// An Error saying why for other words or when load_options_problem objects.
 inline LoadOptions load_options_from(const std::string& weights, const std::string& compute) {
-    require(weights == "float32" || weights == "file", "weights must be 'float32' or 'file', not '" + weights + "'");
+    require(weights == "float32" || weights == "file" || weights == "bf16",
+            "weights must be 'float32', 'file' or 'bf16', not '" + weights + "'");
     require(compute == "exact" || compute == "int8" || compute == "bf16",
             "compute must be 'exact', 'int8' or 'bf16', not '" + compute + "'");
     LoadOptions o;
-    o.storage = weights == "file" ? WeightStorage::file_type : WeightStorage::float32;
+    o.storage = weights == "file" ? WeightStorage::file_type : weights == "bf16" ? WeightStorage::bf16 : WeightStorage::float32;
     o.compute = compute == "int8" ? QuantCompute::int8 : compute == "bf16" ? QuantCompute::bf16 : QuantCompute::exact;
     o.precision = compute == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32;
     const std::string problem = load_options_problem(o, true);
@@ -582,7 +582,10 @@ LoadedModel<T> load_gguf(const std::string& path, const LoadOptions& options = {
     if (file_type) {
         const Family* fam = family_of_gguf_arch(f->metadata().at("general.architecture").get<std::string>());
         m.weights = detail::read_weights<T>(detail::gguf_view_source(*f), m.config, fam->gguf, detail::Layout{}, f->path());
-        if (detail::has_views(m.weights)) m.weights.file = f;  // keeps the mapping alive as long as any copy of the weights
+        if (detail::has_views(m.weights)) {
+            m.weights.file = f;  // keeps the mapping alive as long as any copy of the weights
+            m.weights.storage = WeightStorage::file_type;
+        }
         m.weights.set_compute(options.compute);
     } else {
         m.weights = detail::gguf_weights<T>(*f, m.config);
@@ -604,7 +607,10 @@ LoadedModel<T> load_hf(const std::string& dir, const LoadOptions& options = {}) 
     auto ck = std::make_shared<const io::SafetensorsCheckpoint>(dir);
     m.weights = detail::hf_weights<T>(*ck, dir, m.config, detail::hf_family(m.metadata, config_path), file_type);
     if (file_type) {
-        if (detail::has_views(m.weights)) m.weights.file = ck;  // keeps the mappings alive with any copy of the weights
+        if (detail::has_views(m.weights)) {
+            m.weights.file = ck;  // keeps the mappings alive with any copy of the weights
+            m.weights.storage = WeightStorage::file_type;
+        }
         m.weights.set_compute(options.compute);
     }
     m.path = dir;
@@ -628,6 +634,8 @@ LoadedModel<T> load_model(const std::string& path, const LoadOptions& options) {
     if (!fs::is_directory(path) && !fs::exists(path)) throw Error("no such file or directory", {path, "", {}});
     LoadedModel<T> m = fs::is_directory(path) ? load_hf<T>(path, options) : load_gguf<T>(path, options);
     m.weights.set_precision(options.precision);
+    if constexpr (std::is_same_v<T, float>)
+        if (options.storage == WeightStorage::bf16) store_linear_maps_bf16(m.weights, options.compute);
     return m;
 }
 

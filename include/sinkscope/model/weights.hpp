@@ -12,7 +12,8 @@
 // (the `*_file` members, for_each_view; the Mat is then empty), which Weights::file keeps alive. The forward
 // reads them through detail::linear_weight (model/forward.hpp); everything that needs dense parameters
 // (visit_parameters, so training, checkpoints and the CUDA upload; cast_weights; output_head) refuses such
-// weights with an Error (require_dense).
+// weights with an Error (require_dense). BF16 storage (model/bf16_weights.hpp, WeightStorage::bf16) makes the
+// same kind of views of BF16 copies held in memory.
 #pragma once
 
 #include <Eigen/Core>
@@ -31,6 +32,18 @@ namespace sinkscope::model {
 
 template <class T> using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T> using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+/// How a model's linear maps are held in memory (LoadOptions::storage, Weights::storage; model/load.hpp).
+enum class WeightStorage {
+    float32,    // every tensor converted to T at load (dense Mat; what training, CUDA and analysis need)
+    file_type,  // plain linear maps kept in their file types (GGUF blocks, F16, BF16), memory-mapped (forward and hooks only)
+    bf16,       // read as float32, then every dense linear map rounded once to BF16 and held so (model/bf16_weights.hpp;
+                // forward and hooks only): half the memory, and bf16 products that convert no weight
+};
+/// The word of the CLI's --weights (and the Python module's weights=) for `s`.
+inline const char* to_string(WeightStorage s) {
+    return s == WeightStorage::file_type ? "file" : s == WeightStorage::bf16 ? "bf16" : "float32";
+}
 
 template <class T>
 struct NormWeights {
@@ -88,7 +101,9 @@ struct Weights {
 
     // File-type storage (see the file comment): views, and the memory-mapped file they point into.
     QuantMatrix tok_embed_file, lm_head_file;   // (vocab × d) each; rows of tok_embed_file dequantized on lookup
-    std::shared_ptr<const void> file;            // non-null iff some view is set
+    std::shared_ptr<const void> file;            // non-null iff some view is set (the mapped file, or BF16 copies)
+    bool head_copies_embedding = false;          // lm_head_file is a BF16 copy of the tied tok_embed (model/bf16_weights.hpp)
+    WeightStorage storage = WeightStorage::float32;  // file_type or bf16 when some map is a view (file_type() is true)
     QuantCompute compute = QuantCompute::exact;  // arithmetic of the output head's product (see set_compute)
     // Arithmetic of the dense float linear products (W_Q … W_down, the output head) in forward() and
     // forward_batch(): MatmulPrecision::bf16 runs them with bf16 inputs and float32 accumulation
@@ -97,7 +112,8 @@ struct Weights {
     // setting.
     MatmulPrecision precision = MatmulPrecision::float32;
 
-    /// True when some linear maps are views of the file's blocks (WeightStorage::file_type).
+    /// True when some linear maps are views: of the file's blocks (WeightStorage::file_type), or BF16 copies
+    /// (WeightStorage::bf16, model/bf16_weights.hpp).
     bool file_type() const noexcept { return file != nullptr; }
     /// Calls f(view) for every view slot, empty ones included: the embedding's, the head's, each layer's.
     template <class F>
@@ -124,7 +140,7 @@ struct Weights {
     /// The dense output head; Error for file-type weights (their head is a view: detail::head_forward).
     const Mat<T>& output_head() const {
         if (file != nullptr)
-            throw Error("output_head: the weights are kept in their GGUF types (WeightStorage::file_type), so there is "
+            throw Error("output_head: the linear maps are views (WeightStorage::file_type or bf16), so there is "
                         "no dense output head; load the model with WeightStorage::float32");
         return lm_head.size() ? lm_head : tok_embed;
     }
@@ -134,8 +150,8 @@ struct Weights {
 template <class T>
 void require_dense(const Weights<T>& w, const std::string& what) {
     if (w.file_type())
-        throw Error(what + " needs dense weights, but this model keeps its linear maps in their GGUF types "
-                           "(WeightStorage::file_type); load it with WeightStorage::float32 (the default)");
+        throw Error(what + " needs dense weights, but this model keeps its linear maps as views, in their file types "
+                           "or in BF16 (WeightStorage::file_type or bf16); load it with WeightStorage::float32 (the default)");
 }
 
 namespace detail {
@@ -197,6 +213,7 @@ std::int64_t parameter_count(const Weights<T>& w) {
     std::int64_t n = 0;
     detail::visit_dense_parameters(const_cast<Weights<T>&>(w), [&](const std::string&, const auto& t) { n += t.size(); });
     w.for_each_view([&](const QuantMatrix& m) { n += m.rows * m.cols; });
+    if (w.head_copies_embedding) n -= w.lm_head_file.rows * w.lm_head_file.cols;  // the tied embedding, counted once
     return n;
 }
 

@@ -76,7 +76,8 @@ struct WeightMemory {
 
 // The model at `path` with `options` (the linear maps of a GGUF or a Hugging Face directory kept in their
 // file types, memory-mapped, with WeightStorage::file_type; a training run's checkpoint loads as float32
-// through load_for_analysis, its products in options.precision), after checking
+// through load_for_analysis, its products in options.precision; WeightStorage::bf16 rounds the maps of either
+// after the float32 load), after checking
 // that its weights fit in the memory available (io/memory.hpp): a model too large is an Error naming the
 // file, what it needs and what there is, instead of a std::bad_alloc or the OOM killer halfway through.
 // `counted` (optional) receives what was counted, before the load starts.
@@ -94,6 +95,8 @@ inline model::LoadedModel<float> load_within_memory(const std::string& path, con
     if (file_type) return model::load_model<float>(path, options);
     model::LoadedModel<float> loaded = load_for_analysis<float>(path);
     loaded.weights.set_precision(options.precision);  // the dense products' arithmetic (bf16: needs oneDNN)
+    // BF16 storage: counted above as float32, what the load holds before the maps are rounded and freed.
+    if (options.storage == model::WeightStorage::bf16) model::store_linear_maps_bf16(loaded.weights, options.compute);
     return loaded;
 }
 
