@@ -3,6 +3,7 @@
 // what its definitions say.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -193,6 +194,34 @@ TEST_CASE("trace: uniform attention gives α₀ = H_T / T; an injected spike is 
         CHECK(L.p0_norm < L.top[0].value);
     }
     CHECK(std::isfinite(s.val_loss));
+
+    // Sun's criterion per hidden state: of two sequences only the one holding token 7 has the spike, so half
+    // the states are massive, and top1 / median is that state's own max over its own median, recomputed here
+    // from the captured states with analysis-independent arithmetic.
+    const std::vector<std::vector<std::int32_t>> two{{1, 2, 7, 4, 5, 6}, {1, 2, 3, 4, 5, 6}};
+    const auto p = measure_trace(c, w, two, LossMask{}, 0.3);
+    for (std::int64_t l = 0; l < c.n_layers; ++l) {
+        CAPTURE(l);
+        double want_ratio = 0;
+        int want_massive = 0;
+        for (const auto& seq : two) {
+            model::HookSet<double> hooks;
+            model::ActivationCache<double> cache;
+            const std::string name = model::hook_name("resid_post", l);
+            cache.attach(hooks, std::vector<std::string>{name});
+            (void)model::forward(c, w, std::vector<std::int32_t>(seq.begin(), seq.end() - 1), &hooks);
+            std::vector<double> a;
+            for (double v : cache[name].data) a.push_back(std::abs(v));
+            const double mx = *std::max_element(a.begin(), a.end());
+            std::nth_element(a.begin(), a.begin() + a.size() / 2, a.end());  // upper median
+            const double med = a[a.size() / 2];
+            want_ratio = std::max(want_ratio, mx / med);
+            want_massive += mx > 100 && mx >= 1000 * med;
+        }
+        CHECK(p.layers[std::size_t(l)].top1_over_median == Approx(want_ratio).epsilon(1e-12));
+        CHECK(want_massive == 1);
+        CHECK(p.layers[std::size_t(l)].massive_fraction == 0.5);
+    }
 }
 
 TEST_CASE("run_training writes run.json, checkpoints and a trace row per checkpoint; a NaN keeps the last good one",

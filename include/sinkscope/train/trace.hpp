@@ -8,7 +8,12 @@
 //     k < kTracedPositions, averaged over the sequences (a sink can sit on position 1 for a while, Paper A).
 //   top-3 |x| per layer: the three largest |hook_resid_post| entries of the layer over all sequences,
 //     with their channel and position (Sun et al.'s massive-activation report), and the median |x|
-//     (mean over sequences of the per-sequence median), so that top1 / median shows how extreme a peak is.
+//     (mean over sequences of the per-sequence median), for scale.
+//   Sun's criterion per hidden state, as Sun et al. and analysis/spikes.hpp apply it: one sequence's
+//     resid_post H is massive when max |H| > 100 and max |H| ≥ 1000 · median |H|, both of that same H.
+//     top1_over_median = the largest max |H| / median |H| over the sequences; massive_fraction = the
+//     fraction of the sequences whose H meets the criterion. (top1 / median_abs above mixes the largest
+//     peak of all sequences with the mean median; it is not the criterion.)
 //   position-0 ℓ2 norm per layer: ‖resid_post[0]‖ averaged over the sequences, and for contrast the mean
 //     ‖resid_post[t]‖ over t ≥ 1.
 //   validation loss: mean cross-entropy of the sequences under the run's loss mask.
@@ -45,6 +50,8 @@ struct LayerTrace {
     std::vector<double> alpha_k;       // α_k averaged over heads and sequences, k < min(kTracedPositions, T)
     std::array<Peak, 3> top{};         // top-3 |resid_post|
     double median_abs = 0;             // mean of per-sequence medians of |resid_post|
+    double top1_over_median = 0;       // max over sequences of max |H| / median |H|, H one sequence's resid_post
+    double massive_fraction = 0;       // fraction of sequences whose H meets Sun's criterion (measures::is_massive)
     double p0_norm = 0;                // mean ‖resid_post[0]‖
     double rest_norm = 0;              // mean ‖resid_post[t]‖, t ≥ 1
 };
@@ -62,6 +69,7 @@ struct TraceRecord {
             nlohmann::json top = nlohmann::json::array();
             for (const auto& p : l.top) top.push_back({{"abs", p.value}, {"channel", p.channel}, {"position", p.position}});
             L.push_back({{"sink_rate", l.sink_rate}, {"alpha0", l.alpha0}, {"alpha_k", l.alpha_k}, {"top3", top}, {"median_abs", l.median_abs},
+                         {"top1_over_median", l.top1_over_median}, {"massive_fraction", l.massive_fraction},
                          {"p0_norm", l.p0_norm}, {"rest_norm", l.rest_norm}});
         }
         return {{"step", step}, {"train_loss", train_loss}, {"val_loss", val_loss}, {"sink_rate", sink_rate}, {"layers", L}};
@@ -112,17 +120,22 @@ TraceRecord measure_trace(const model::Config& c, const model::Weights<T>& w,
             });
             hooks.add(model::hook_name("resid_post", l), [&L, S](const std::string&, model::ActivationRef<T>& a) {
                 const std::int64_t n = a.shape[0], d = a.shape[1];
+                double state_max = 0;  // max |H| of this sequence's state
                 for (std::int64_t t = 0; t < n; ++t) {
                     double sq = 0;
                     for (std::int64_t j = 0; j < d; ++j) {
                         const double v = double(a.data[t * d + j]);
                         sq += v * v;
+                        state_max = std::max(state_max, std::abs(v));
                         if (std::abs(v) > L.top[2].value) detail::insert_peak(L.top, {std::abs(v), j, t});
                     }
                     if (t == 0) L.p0_norm += std::sqrt(sq) / S;
                     else L.rest_norm += std::sqrt(sq) / double(n - 1) / S;
                 }
-                L.median_abs += measures::median_abs(a.data, n * d) / S;
+                const double med = measures::median_abs(a.data, n * d);
+                L.median_abs += med / S;
+                if (med > 0) L.top1_over_median = std::max(L.top1_over_median, state_max / med);
+                L.massive_fraction += double(measures::is_massive(state_max, med)) / S;
             });
         }
         const model::Mat<T> logits = model::forward(c, w, in, &hooks);
@@ -148,14 +161,15 @@ inline void append_trace(const std::string& dir, const TraceRecord& r) {
     require(bool(f), "cannot write the trace", {csv, "", {}});
     if (fresh)
         f << "step,layer,train_loss,val_loss,sink_rate,mean_alpha0,top1,top1_channel,top1_position,top2,top2_channel,"
-             "top2_position,top3,top3_channel,top3_position,median_abs,p0_norm,rest_norm\n";
+             "top2_position,top3,top3_channel,top3_position,median_abs,p0_norm,rest_norm,top1_over_median,massive_fraction\n";
     for (std::size_t l = 0; l < r.layers.size(); ++l) {
         const auto& L = r.layers[l];
         double ma = 0;
         for (double a : L.alpha0) ma += a / double(L.alpha0.size());
         f << r.step << ',' << l << ',' << r.train_loss << ',' << r.val_loss << ',' << L.sink_rate << ',' << ma;
         for (const auto& p : L.top) f << ',' << p.value << ',' << p.channel << ',' << p.position;
-        f << ',' << L.median_abs << ',' << L.p0_norm << ',' << L.rest_norm << '\n';
+        f << ',' << L.median_abs << ',' << L.p0_norm << ',' << L.rest_norm << ',' << L.top1_over_median << ','
+          << L.massive_fraction << '\n';
     }
 }
 
