@@ -113,3 +113,23 @@ def test_bf16_compute(smollm2):
     assert np.asarray(cb["blocks.3.hook_resid_post"]).dtype == np.float32
     assert b.stats("The quick brown fox jumps over the lazy dog. " * 20, seq_len=16)["settings"]["weights"] == \
         {"storage": "float32", "compute": "bf16"}
+
+
+def test_bf16_weights(smollm2):
+    # weights="bf16": the linear maps rounded to BF16 once at load; with compute="bf16" the same forward, bit
+    # for bit, as float32 weights with bf16 products (C++ tests/model/test_bf16_weights.cpp), and the stats
+    # settings name the storage, so its shards do not merge with others.
+    import sinkscope
+    from conftest import SMOLLM2
+    ref = sinkscope.load(str(SMOLLM2), compute="bf16")
+    stored = sinkscope.load(str(SMOLLM2), weights="bf16", compute="bf16")
+    assert stored._m.file_type_weights and not ref._m.file_type_weights
+    ids = smollm2.to_tokens("The quick brown fox jumps over the lazy dog", bos=False)
+    la, ca = ref.run_with_cache(ids)
+    lb, cb = stored.run_with_cache(ids)
+    assert np.array_equal(np.asarray(la), np.asarray(lb))
+    assert np.array_equal(np.asarray(ca["blocks.5.hook_resid_post"]), np.asarray(cb["blocks.5.hook_resid_post"]))
+    assert stored.stats("The quick brown fox jumps over the lazy dog. " * 20, seq_len=16)["settings"]["weights"] == \
+        {"storage": "bf16", "compute": "bf16"}
+    with pytest.raises(Exception, match="weights must be"):
+        sinkscope.load(str(SMOLLM2), weights="bfloat16")
