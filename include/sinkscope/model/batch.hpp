@@ -203,11 +203,12 @@ std::int64_t forward_each(const Config& c, const Weights<T>& w, const std::vecto
                 std::to_string(sequences.size()) + " sequences");
     if (per_pass > 1 && !batch_is_bit_exact(c, w, sequences, first, end)) per_pass = 1;
     const Mat<T> none;
+    Mat<T> logits;  // one at a time: reused (forward_into), so equal lengths fault in no fresh logits pages
     std::int64_t passes = 0;
     for (std::int64_t i = first; i < end; i += per_pass, ++passes) {
         if (per_pass == 1) {
             if (on.before) on.before(i);
-            const Mat<T> logits = forward(c, w, sequences[std::size_t(i)], &hooks, options);
+            forward_into(logits, c, w, sequences[std::size_t(i)], &hooks, options);
             if (on.after) on.after(i, logits);
             continue;
         }
