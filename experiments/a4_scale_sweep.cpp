@@ -5,14 +5,15 @@
 // train::Trainer as its own job in its own directory (runs/<job>/: run.json, checkpoint.safetensors,
 // trace.jsonl, done.json), 9 trace records per run (train/trace.hpp: Gu's sink rate per layer, α_k of the
 // first key positions per layer, top-3 |x| and median |x| of every resid_post, Sun's criterion and
-// max |H| / median |H| per hidden state (one sequence's resid_post), ‖x₀‖ against the rest, validation loss). Jobs are independent: `--job I` runs one (a Slurm array index or a GNU parallel
-// argument), a killed job resumes from its checkpoint, and `--merge` reads whatever jobs finished.
+// max |H| / median |H| per hidden state (one sequence's resid_post), ‖x₀‖ against the rest, validation
+// loss). Jobs are independent: `--job I` runs one (a Slurm array index or a GNU parallel argument), a
+// killed job resumes from its checkpoint, and `--merge` reads whatever jobs finished.
 // Compute: Kaplan et al. (2020), C ≈ (6N + 6·L·T·d_attn) FLOP per training token, N the non-embedding
 // parameters, d_attn = H·d_h; a run's compute at a checkpoint is that times the tokens seen.
 // Trends (analysis/scaling.hpp): at each run's last checkpoint, against log10 C and log10 N, with a
 // stratified bootstrap over seeds; for top |x| / median |x| (per state, the largest over sequences and
-// layers) and top |x|, the compute at which the trend
-// would meet Sun et al.'s criterion (|x| > 100 and ≥ 1000 × median), an extrapolation when outside the grid.
+// layers) and top |x|, the compute at which the trend would meet Sun et al.'s criterion (|x| > 100 and
+// ≥ 1000 × median), an extrapolation when outside the grid.
 // Rule (A4 at scale; thresholds those of a4_training_trace, fixed before measuring; experiments/README.md):
 // on the preset's largest Bigram-Backcopy model, per seed s: share_{s,c} = Σ_{l ≤ 1} sink_rate_l /
 // Σ_l sink_rate_l at every checkpoint c whose sink rate (all layers) is ≥ 0.1;
@@ -248,6 +249,9 @@ std::vector<Row> read_run(const std::string& dir, const json& done) {
             if (rest > 0) w.p0_ratio = std::max(w.p0_ratio, p0 / rest);
             w.top1 = std::max(w.top1, top);
             // Sun's criterion per hidden state (train/trace.hpp): each sequence's own max and median.
+            if (!L[l].contains("top1_over_median") || !L[l].contains("massive_fraction"))
+                throw Error("this trace was written before the per-state criterion (top1_over_median, massive_fraction): "
+                            "delete the job's directory and run it again", {dir + "/trace.jsonl", "", {}});
             w.top_ratio = std::max(w.top_ratio, L[l].at("top1_over_median").get<double>());
             w.sun = w.sun || L[l].at("massive_fraction").get<double>() > 0;
         }
