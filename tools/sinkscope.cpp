@@ -87,6 +87,17 @@ std::string compute_name(const model::Weights<float>& w) {
     return w.precision == model::MatmulPrecision::bf16 ? "bf16" : "exact";
 }
 
+// info's "weights:" line: how the linear maps are held and multiplied.
+std::string storage_description(const model::Weights<float>& w) {
+    switch (w.storage) {
+        case model::WeightStorage::bf16: return "linear maps rounded to BF16 at load, " + compute_name(w) + " products";
+        case model::WeightStorage::file_type:
+            return "linear maps in their file types, memory-mapped, " + compute_name(w) + " products";
+        case model::WeightStorage::float32: break;
+    }
+    return w.precision == model::MatmulPrecision::bf16 ? "float32, products with bf16 inputs" : "float32";
+}
+
 // "sliding window 8 (layers 0, 2), global (layers 1, 3)": each layer's attention span, grouped.
 std::string attention_spans(const model::Config& c) {
     std::map<std::pair<std::int64_t, double>, std::vector<std::int64_t>> groups;  // (window, RoPE base) → layers
@@ -111,12 +122,7 @@ int cmd_info(const std::string& path, const model::LoadOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto m = load_checked(path, options);
     std::cout << "model:      " << path << " (" << m.format << ", loaded in " << seconds_since(t0) << " s)\n"
-              << "weights:    " << (m.weights.storage == model::WeightStorage::bf16 ? "linear maps rounded to BF16 at load, " +
-                                                                  compute_name(m.weights) + " products"
-                                    : m.weights.file_type() ? "linear maps in their file types, memory-mapped, " +
-                                                                  compute_name(m.weights) + " products"
-                                    : m.weights.precision == model::MatmulPrecision::bf16 ? "float32, products with bf16 inputs"
-                                                                                          : "float32")
+              << "weights:    " << storage_description(m.weights)
               << " (" << io::format_gib(g_weights.bytes) << ")\n"
               << "config:     " << m.config.describe() << "\n"
               << "attention:  " << attention_spans(m.config) << "\n"
@@ -369,11 +375,12 @@ int main(int argc, char** argv) {
     const std::string weights_help = "file: keep the linear maps of a GGUF or Hugging Face directory in their file types "
                                      "(blocks, F16, BF16), memory-mapped (forward only); float32: convert every tensor at load; bf16: "
                                      "convert at load, then round the linear maps to BF16 once (half the memory; forward only)";
+    const std::vector<std::string> weight_words{"file", "float32", "bf16"}, compute_words{"exact", "int8", "bf16"};
     const std::string compute_help = "exact (float32 products; file-type maps as dequantized tiles), int8 (8-bit "
                                      "activations, integer dot products, for block-typed maps) or bf16 (bf16 inputs, "
                                      "float32 accumulation, for dense float32 and BF16 maps; needs oneDNN)";
-    info->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32", "bf16"}))->capture_default_str();
-    info->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
+    info->add_option("--weights", weights, weights_help)->check(CLI::IsMember(weight_words))->capture_default_str();
+    info->add_option("--compute", compute, compute_help)->check(CLI::IsMember(compute_words))->capture_default_str();
 
     auto* capture = app.add_subcommand("capture", "run a text and save hooked activations as .npy");
     capture->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
@@ -383,8 +390,8 @@ int main(int argc, char** argv) {
     capture->add_flag("--no-bos", no_bos, "never prepend BOS")->excludes(bos_opt);
     capture->add_option("--hooks", hooks, "hook names, comma-separated (TransformerLens names)");
     capture->add_option("--out", out, "output directory");
-    capture->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32", "bf16"}))->capture_default_str();
-    capture->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
+    capture->add_option("--weights", weights, weights_help)->check(CLI::IsMember(weight_words))->capture_default_str();
+    capture->add_option("--compute", compute, compute_help)->check(CLI::IsMember(compute_words))->capture_default_str();
     capture->add_flag("--list-hooks", list_hooks, "print the hook names of this model and exit");
     capture->add_flag("--describe", describe_hooks, "with --list-hooks: one row per hook kind, with its shape and meaning");
 
@@ -400,8 +407,8 @@ int main(int argc, char** argv) {
     stats->add_flag("--bos", bos, "prepend BOS to every sample (default: none, as Gu et al.)");
     stats->add_option("--shard", shard, "I/N: only the I-th (from 0) of N equal contiguous parts of the samples");
     stats->add_option("--json", json_out, "also write the summary and the mergeable state as JSON here");
-    stats->add_option("--weights", weights, weights_help)->check(CLI::IsMember({"file", "float32", "bf16"}))->capture_default_str();
-    stats->add_option("--compute", compute, compute_help)->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
+    stats->add_option("--weights", weights, weights_help)->check(CLI::IsMember(weight_words))->capture_default_str();
+    stats->add_option("--compute", compute, compute_help)->check(CLI::IsMember(compute_words))->capture_default_str();
     stats->add_option("--batch", batch, "samples per forward pass where batching is bit-exact (dense FFN, lengths "
                       "multiples of 4); one at a time elsewhere")->check(CLI::Range(1, 4096));
 

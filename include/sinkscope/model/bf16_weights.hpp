@@ -66,13 +66,7 @@ inline void store_linear_maps_bf16(Weights<float>& w, QuantCompute compute = Qua
         view = store->add(dense);
         Mat<float>().swap(dense);  // free it: the view is the map now
     };
-    for (auto& L : w.layers) {
-        convert(L.wq, L.wq_file); convert(L.wk, L.wk_file); convert(L.wv, L.wv_file); convert(L.wo, L.wo_file);
-        convert(L.w_gate, L.w_gate_file); convert(L.w_up, L.w_up_file); convert(L.w_down, L.w_down_file);
-        for (auto& e : L.experts) {
-            convert(e.w_gate, e.w_gate_file); convert(e.w_up, e.w_up_file); convert(e.w_down, e.w_down_file);
-        }
-    }
+    for (auto& L : w.layers) L.for_each_map(convert);
     if (w.lm_head.size()) convert(w.lm_head, w.lm_head_file);
     else if (w.lm_head_file.empty() && w.tok_embed_file.empty() && w.tok_embed.size()) {
         w.lm_head_file = store->add(w.tok_embed);  // tied: the head's own copy; lookups keep the float32 table

@@ -291,7 +291,6 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
         if (!layout.conv1d) return read_matrix<T>(s, full(pattern, l, e), rows, cols);
         return Mat<T>(read_matrix<T>(s, full(pattern, l, e), cols, rows).transpose());
     };
-    // A plain linear map: a view of the file's blocks when the source gives one (file-type storage), else dense.
     // A view of the tensor (`shape` in PyTorch order; rows = the product of all but the last dimension) when
     // the source gives one, else empty. A fused q|k|v or gate|up and stacked experts hold several maps as
     // consecutive row ranges: the caller slices the view (QuantMatrix::middle_rows).

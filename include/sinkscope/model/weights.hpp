@@ -81,12 +81,24 @@ struct LayerWeights {
     QuantMatrix wq_file, wk_file, wv_file, wo_file, w_gate_file, w_up_file, w_down_file;
     QuantCompute compute = QuantCompute::exact;  // arithmetic of the products with the views (experts' too)
 
-    /// Calls f(view) for every view slot of the layer, empty ones included: the maps', then each expert's.
+    /// Calls f(dense, view) for every plain linear map of the layer, the maps' then each expert's: its Mat and
+    /// its view slot (at most one of them set; both empty for a map the config does not use).
+    template <class F>
+    void for_each_map(F&& f) { each_map(*this, f); }
+    template <class F>
+    void for_each_map(F&& f) const { each_map(*this, f); }
+    /// Calls f(view) for every view slot of the layer, empty ones included (for_each_map's order).
     template <class F>
     void for_each_view(F&& f) const {
-        for (const QuantMatrix* m : {&wq_file, &wk_file, &wv_file, &wo_file, &w_gate_file, &w_up_file, &w_down_file}) f(*m);
-        for (const auto& e : experts)
-            for (const QuantMatrix* m : {&e.w_gate_file, &e.w_up_file, &e.w_down_file}) f(*m);
+        for_each_map([&](const Mat<T>&, const QuantMatrix& view) { f(view); });
+    }
+
+private:
+    template <class Self, class F>
+    static void each_map(Self& L, F& f) {
+        f(L.wq, L.wq_file); f(L.wk, L.wk_file); f(L.wv, L.wv_file); f(L.wo, L.wo_file);
+        f(L.w_gate, L.w_gate_file); f(L.w_up, L.w_up_file); f(L.w_down, L.w_down_file);
+        for (auto& e : L.experts) { f(e.w_gate, e.w_gate_file); f(e.w_up, e.w_up_file); f(e.w_down, e.w_down_file); }
     }
 };
 
