@@ -2,12 +2,13 @@
 // models are trained from scratch WITHOUT [BOS] (issue 13; Paper A §A4 and Paper B's premise that spikes
 // and sinks emerge in training).
 // Method: a grid of models (a preset: depth, width, context, steps, task) × seeds, each trained by
-// train::Trainer as its own job in its own directory (runs/<job>/: run.json, checkpoint.safetensors,
-// trace.jsonl, done.json), 9 trace records per run (train/trace.hpp: Gu's sink rate per layer, α_k of the
-// first key positions per layer, top-3 |x| and median |x| of every resid_post, Sun's criterion and
-// max |H| / median |H| per hidden state (one sequence's resid_post), ‖x₀‖ against the rest, validation
-// loss). Jobs are independent: `--job I` runs one (a Slurm array index or a GNU parallel argument), a
-// killed job resumes from its checkpoint, and `--merge` reads whatever jobs finished.
+// train::Trainer (--device cuda: cuda::HostedTrainer, the same batches, traces and checkpoints) as its own
+// job in its own directory (runs/<job>/: run.json, checkpoint.safetensors, trace.jsonl, done.json), 9 trace
+// records per run (train/trace.hpp: Gu's sink rate per layer, α_k of the first key positions per layer,
+// top-3 |x| and median |x| of every resid_post, Sun's criterion and max |H| / median |H| per hidden state
+// (one sequence's resid_post), ‖x₀‖ against the rest, validation loss). Jobs are independent: `--job I`
+// runs one (a Slurm array index or a GNU parallel argument), a killed job resumes from its checkpoint
+// (on either device), and `--merge` reads whatever jobs finished.
 // Compute: Kaplan et al. (2020), C ≈ (6N + 6·L·T·d_attn) FLOP per training token, N the non-embedding
 // parameters, d_attn = H·d_h; a run's compute at a checkpoint is that times the tokens seen.
 // Trends (analysis/scaling.hpp): at each run's last checkpoint, against log10 C and log10 N, with a
@@ -22,10 +23,11 @@
 //                 checkpoints (Student-t interval over seeds) has lower bound ≥ 0.1
 //   condition     concentration: the mean last-checkpoint share has lower bound ≥ (1 + 2/L)/2
 // Null: --random-init SEED trains nothing; every job's only checkpoint is its untrained model → "not applicable".
-// Command: build/experiments/a4_scale_sweep [--preset cpu|workstation|gpu] [--plan] [--job I] [--merge]
-//          [--seeds 3] [--out out/a4_scale_sweep]
+// Command: build/experiments/a4_scale_sweep [--preset cpu|workstation|gpu] [--device cpu|cuda] [--plan]
+//          [--job I] [--merge] [--seeds 3] [--out out/a4_scale_sweep]   (--preset gpu trains on cuda)
 // Writes: runs/<job>/…, plan.json, checkpoints.csv and checkpoints.npy [rows × columns, names in meta.json],
 //         meta.json (trends with bands, reaches, the verdict).
+#include "device_training.hpp"
 #include "training.hpp"
 
 #include <algorithm>
@@ -125,7 +127,8 @@ train::TrainConfig job_config(const Job& j, const TextData& text, std::int64_t e
                 p.task == "text" ? "zipf" : p.task, bos, 0, "guo"};
     auto t = train_config(z, 1000 + std::uint64_t(j.seed), [&](train::TrainConfig& c) {
         if (p.task != "text") return;
-        c.task = {{"kind", "text"}, {"path", fs::absolute(text.path).string()}, {"vocab", text.vocab},
+        // (no path: the GPU preset's --plan, which reads nothing)
+        c.task = {{"kind", "text"}, {"path", text.path.empty() ? std::string() : fs::absolute(text.path).string()}, {"vocab", text.vocab},
                   {"seq_len", p.seq_len}, {"seed", 1001 + j.seed}, {"bos", text.bos}};
         if (!text.heldout.empty()) c.task["heldout"] = fs::absolute(text.heldout).string();
         c.model.vocab_size = text.vocab;
@@ -158,30 +161,37 @@ std::int64_t count_non_embedding(const train::TrainConfig& t) {
     return one + (t.model.n_layers - 1) * (two - one);
 }
 
-// Runs one job to its end (resuming a killed one); null: records the untrained model only.
-json run_job(const Job& j, const train::TrainConfig& tc, const std::string& dir, std::int64_t random_init) {
+// Runs one job to its end (resuming a killed one) on `device` (cpu or cuda); null: records the untrained
+// model only (on the CPU: nothing is trained).
+json run_job(const Job& j, const train::TrainConfig& tc, const std::string& dir, std::int64_t random_init, const std::string& device) {
     const std::string done = dir + "/done.json";
     if (fs::exists(done)) return json::parse(std::ifstream(done));
     fs::create_directories(dir);
     const auto t0 = Clock::now();
     const std::string ck = dir + "/checkpoint.safetensors";
-    std::unique_ptr<train::Trainer<float>> tr;
-    if (random_init < 0 && fs::exists(ck) && fs::exists(dir + "/trace.jsonl")) {
-        std::cerr << "  resuming " << j.name << " from its checkpoint\n";
-        const auto c = train::load_checkpoint<float>(ck);
-        tr = std::make_unique<train::Trainer<float>>(c, train::make_data(train::TrainConfig::from_json(c.run).task));
-    } else {
+    std::unique_ptr<RunTrainer> tr;
+    std::int64_t first = 0;
+    if (random_init >= 0) {
         fs::remove(dir + "/trace.jsonl");
         fs::remove(dir + "/trace.csv");
-        tr = std::make_unique<train::Trainer<float>>(tc, train::make_data(tc.task));
-    }
-    const std::int64_t first = tr->current_step();
-    if (random_init >= 0) {
-        tr->weights() = train::init_weights<float>(tc.model, std::uint64_t(random_init) + std::uint64_t(j.seed));
+        auto untrained = std::make_unique<RunTrainerOf<train::Trainer<float>>>(tc, train::make_data(tc.task));
+        untrained->trainer().weights() = train::init_weights<float>(tc.model, std::uint64_t(random_init) + std::uint64_t(j.seed));
         std::ofstream(dir + "/run.json") << tc.to_json().dump(2) << "\n";
-        train::append_trace(dir, tr->trace(0.0));
+        train::append_trace(dir, untrained->trace(0.0));
+        tr = std::move(untrained);
     } else {
-        train::run_training<float>(*tr, dir, [&](const train::StepResult& r) {
+        const auto make = device == "cuda" ? make_device_trainer : make_cpu_trainer;
+        if (fs::exists(ck) && fs::exists(dir + "/trace.jsonl")) {
+            std::cerr << "  resuming " << j.name << " from its checkpoint\n";
+            const auto c = train::load_checkpoint<float>(ck);
+            tr = make(tc, &c, train::make_data(train::TrainConfig::from_json(c.run).task));
+        } else {
+            fs::remove(dir + "/trace.jsonl");
+            fs::remove(dir + "/trace.csv");
+            tr = make(tc, nullptr, train::make_data(tc.task));
+        }
+        first = tr->current_step();
+        train::run_training(*tr, dir, [&](const train::StepResult& r) {
             if ((r.step + 1) % 50 == 0 || r.step + 1 == tc.steps) {
                 const double s = std::chrono::duration<double>(Clock::now() - t0).count();
                 std::cerr << "\r  " << j.name << ": step " << r.step + 1 << "/" << tc.steps << " loss " << std::fixed
@@ -191,8 +201,9 @@ json run_job(const Job& j, const train::TrainConfig& tc, const std::string& dir,
         std::cerr << "\n";
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    const auto n_ne = non_embedding_parameters(tr->weights());
-    json d{{"job", j.name}, {"seed", j.seed}, {"parameters", model::parameter_count(tr->weights())},
+    const model::Weights<float> trained = tr->weights();
+    const auto n_ne = non_embedding_parameters(trained);
+    json d{{"job", j.name}, {"seed", j.seed}, {"parameters", model::parameter_count(trained)}, {"device", random_init >= 0 ? "cpu" : device},
            {"non_embedding_parameters", n_ne}, {"flop_per_token", flop_per_token(tc.model, n_ne, tr->data().seq_len())},
            {"tokens_per_step", tr->config().batch * tr->data().seq_len()}, {"steps_trained", tr->current_step() - first},
            {"seconds", seconds}, {"null", random_init >= 0}};
@@ -276,6 +287,7 @@ int main(int argc, char** argv) {
     std::string preset_name = "cpu";
     std::int64_t seeds = 3, job = -1, eval = 16;
     bool plan = false, merge_only = false, bos = false;
+    std::string device;
     TextData text;
     app.add_option("--preset", preset_name, "cpu | workstation | gpu (the grids are in the source)")->capture_default_str();
     app.add_option("--seeds", seeds, "seeds per grid point (the rule needs >= 3)")->capture_default_str();
@@ -283,6 +295,8 @@ int main(int argc, char** argv) {
     app.add_flag("--plan", plan, "print the jobs (one command each) and their expected time, write plan.json, exit");
     app.add_option("--job", job, "run only job I (0-based; e.g. $SLURM_ARRAY_TASK_ID), then exit without merging");
     app.add_flag("--merge", merge_only, "train nothing: merge the finished jobs in --out and decide");
+    app.add_option("--device", device, "cpu | cuda: where the jobs train (default: cuda for --preset gpu, else cpu)")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
     app.add_flag("--bos", bos, "synthetic tasks start with [BOS] (not Paper A's premise: a check that the rule responds where a sink forms)");
     app.add_option("--text-tokens", text.path, "uint16 token file for the text task (scripts/make_text_tokens.sh)");
     app.add_option("--text-vocab", text.vocab, "vocabulary of --text-tokens")->capture_default_str();
@@ -292,6 +306,11 @@ int main(int argc, char** argv) {
     try {
         const Preset preset = make_preset(preset_name);
         require(seeds >= 1, "--seeds must be >= 1");
+        if (device.empty()) device = preset.cuda ? "cuda" : "cpu";
+        const bool on_gpu = device == "cuda";
+        if (on_gpu && !kCudaTrainingBuilt && !plan)
+            throw Error("--device cuda: this build of the experiments has no CUDA trainer (CMake found no nvcc, or "
+                        "SINKSCOPE_CUDA is OFF); rebuild with the CUDA toolkit, or --plan to see the grid");
         const auto jobs = jobs_of(preset, seeds);
         const bool has_text = std::any_of(preset.points.begin(), preset.points.end(), [](const Point& p) { return p.task == "text"; });
         // The GPU plan needs no file (nothing is measured here); everything else reads the tokens.
@@ -303,14 +322,14 @@ int main(int argc, char** argv) {
                 opt, argc, argv);
         run.config() = {{"preset", preset.name}, {"purpose", preset.purpose}, {"seeds", seeds}, {"eval_sequences", eval},
                         {"recipe", std::string("guo (training.hpp), ") + (bos ? "with BOS (--bos: not Paper A's premise)" : "no BOS")},
-                        {"bos", bos}, {"jobs", json::array()}};
+                        {"bos", bos}, {"device", device}, {"jobs", json::array()}};
         run.meta()["model"] = null_run ? "random weights in each job's layout, never trained (null control; --model ignored)"
                                        : "trained from scratch per job (see config.jobs; --model ignored)";
 
         // ---- plan: the jobs, their size and expected time ----
         // Every flag that changes a job, so that `--plan | parallel` (or a Slurm array) runs the same jobs.
         std::string job_command = std::string(argv[0]) + " --preset " + preset.name + " --seeds " + std::to_string(seeds) +
-                                  " --eval " + std::to_string(eval) + " --out " + run.out() + (bos ? " --bos" : "");
+                                  " --eval " + std::to_string(eval) + " --out " + run.out() + " --device " + device + (bos ? " --bos" : "");
         if (opt.random_init >= 0) job_command += " --random-init " + std::to_string(opt.random_init);
         if (has_text) job_command += " --text-tokens " + (text.path.empty() ? std::string("FILE") : text.path) + " --text-vocab " +
                                      std::to_string(text.vocab) + (text.heldout.empty() ? "" : " --text-heldout " + text.heldout);
@@ -327,11 +346,11 @@ int main(int argc, char** argv) {
                               {"command", job_command + " --job " + std::to_string(i)}});
         }
         // Expected time: the grid's compute at a rate measured here (2 steps of the smallest and largest
-        // job), or, for the GPU preset, at the H200 training rate in bench/RESULTS.md (11.2 TFLOP/s).
+        // job), or, on --device cuda, at the H200 training rate in bench/RESULTS.md (11.2 TFLOP/s).
         // A single --job or --merge skips it (and leaves plan.json to the whole sweep or --plan).
         double rate = 11.2e12;
         const bool whole = job < 0 && !merge_only;
-        if (!preset.cuda && !null_run && (plan || whole)) {
+        if (!on_gpu && !null_run && (plan || whole)) {
             double flop = 0, secs = 0;
             for (std::size_t i : {std::size_t(0), jobs.size() - 1}) {
                 auto tc = job_config(jobs[i], text, eval, bos);
@@ -344,7 +363,7 @@ int main(int argc, char** argv) {
             }
             rate = flop / secs;
         }
-        if (preset.cuda || ((plan || whole) && !null_run)) {
+        if (on_gpu || ((plan || whole) && !null_run)) {
             run.results()["expected_seconds"] = total_flop / rate;
             run.results()["rate_flop_per_s"] = rate;
         }
@@ -354,22 +373,19 @@ int main(int argc, char** argv) {
         if (plan || whole) std::cerr << "[a4_scale_sweep] preset " << preset.name << " (" << preset.purpose << "): " << jobs.size() << " jobs, "
                   << std::scientific << std::setprecision(2) << total_flop << " FLOP; expected " << std::fixed
                   << std::setprecision(0) << total_flop / rate << " s at " << std::scientific << rate << " FLOP/s"
-                  << (preset.cuda ? " (the H200 rate of bench/RESULTS.md)" : " (measured here)") << "\n"
+                  << (on_gpu ? " (the H200 rate of bench/RESULTS.md)" : " (measured here)") << "\n"
                   << std::defaultfloat;
         if (plan) {
             for (const auto& p : plan_j) std::cout << p["command"].get<std::string>() << "\n";
             return 0;
         }
-        if (preset.cuda && !merge_only)
-            throw Error("--preset gpu: this runner trains on the CPU (train::Trainer); the device trainer (cuda::Trainer) is "
-                        "not wired into the sweep yet. --plan prints the grid and its expected time on an H200");
 
         // ---- train: every job, or one ----
         if (!merge_only) {
             run.phase(null_run ? "null control: untrained jobs" : "training");
             for (std::size_t i = 0; i < jobs.size(); ++i) {
                 if (job >= 0 && std::int64_t(i) != job) continue;
-                run_job(jobs[i], job_config(jobs[i], text, eval, bos), run.path("runs/" + jobs[i].name), opt.random_init);
+                run_job(jobs[i], job_config(jobs[i], text, eval, bos), run.path("runs/" + jobs[i].name), opt.random_init, device);
                 run.progress(std::int64_t(i) + 1, std::int64_t(jobs.size()), "jobs");
             }
             require(job < std::int64_t(jobs.size()), "--job " + std::to_string(job) + ": the preset has " + std::to_string(jobs.size()) + " jobs");

@@ -310,7 +310,7 @@ int main(int argc, char** argv) {
             const auto t0 = std::chrono::steady_clock::now();
             const std::int64_t first = tr->current_step();
             double tokens = 0;
-            train::run_training<T>(*tr, out, [&](const train::StepResult& r) {
+            train::run_training(*tr, out, [&](const train::StepResult& r) {
                 tokens += double(r.tokens);
                 const std::int64_t done = r.step + 1;
                 if (quiet || (done % log_every != 0 && done != cfg.steps && done != first + 1)) return;

@@ -22,6 +22,8 @@
 //   cuda/optimizer.cuh    AdamW, gradient norm and clipping
 //   cuda/forward.cuh      cuda::forward with the CPU's hook points, AttentionReceived
 //   cuda/train.cuh        cuda::Trainer: batched forward + backward + AdamW
+//   cuda/hosted_trainer.cuh  cuda::HostedTrainer: train::Trainer's run interface (data, trace,
+//                         checkpoints on the host) around cuda::Trainer, for train::run_training
 //   cuda/backend.cuh      Backend / Runner: runtime choice between the GPU and the CPU reference
 #pragma once
 
@@ -41,4 +43,5 @@
 #include "sinkscope/cuda/optimizer.cuh"
 #include "sinkscope/cuda/forward.cuh"
 #include "sinkscope/cuda/train.cuh"
+#include "sinkscope/cuda/hosted_trainer.cuh"
 #include "sinkscope/cuda/backend.cuh"

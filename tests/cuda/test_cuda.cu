@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -798,4 +799,79 @@ TEST_CASE("cuda training matches the PyTorch fixture: loss, gradients, 10 AdamW 
             CHECK(e <= 1e-4);
         }
     }
+}
+
+// cuda::HostedTrainer: the sweep's and run_training's device trainer. Its batches, learning rates,
+// traces and checkpoints are the CPU trainer's, so a device run must follow train::Trainer's loss curve
+// (float32 on both, the sums in another order: 1e-4), and a checkpoint must resume on either backend.
+TEST_CASE("cuda::HostedTrainer follows train::Trainer; its checkpoints resume on the device and on the CPU",
+          "[cuda][train]") {
+    SINKSCOPE_REQUIRE_GPU();
+    train::TrainConfig cfg;
+    cfg.model = test::tiny_llama_config();
+    cfg.task = {{"kind", "bigram-backcopy"}, {"n_tokens", 12}, {"seq_len", 12}, {"triggers", 2}, {"seed", 3}};
+    cfg.batch = 4;
+    cfg.steps = 6;
+    cfg.optim.lr = 3e-3;
+    cfg.optim.warmup_steps = 2;
+    cfg.optim.total_steps = 6;
+    cfg.threads = 1;
+    cfg.eval_sequences = 2;
+    cfg.checkpoint_every = 3;
+    REQUIRE(cuda::training_unsupported(cfg.model).empty());
+    const auto data = [&] { return train::make_data(cfg.task); };
+
+    train::Trainer<float> cpu(cfg, data());
+    cuda::HostedTrainer dev(ctx(), cfg, data());
+    std::vector<double> losses;
+    for (int i = 0; i < 6; ++i) {
+        const train::StepResult a = cpu.step(), b = dev.step();
+        INFO("step " << i);
+        CHECK(b.step == a.step);
+        CHECK(b.lr == a.lr);
+        CHECK(b.tokens == a.tokens);
+        CHECK(b.loss == Approx(a.loss).epsilon(1e-4));
+        CHECK(b.grad_norm == Approx(a.grad_norm).epsilon(1e-3));
+        losses.push_back(b.loss);
+    }
+    const train::TraceRecord tc = cpu.trace(), td = dev.trace();
+    CHECK(td.step == 6);
+    CHECK(td.val_loss == Approx(tc.val_loss).epsilon(1e-4));
+
+    const auto dir = std::filesystem::temp_directory_path() / "sinkscope_test_cuda_hosted";
+    std::filesystem::remove_all(dir);
+    SECTION("3 + 3 steps through a device checkpoint follow the 6 straight ones") {
+        cuda::HostedTrainer first(ctx(), cfg, data());
+        for (int i = 0; i < 3; ++i) first.step();
+        std::filesystem::create_directories(dir);
+        first.save((dir / "checkpoint.safetensors").string());
+        const auto ck = train::load_checkpoint<float>((dir / "checkpoint.safetensors").string());
+        CHECK(ck.step == 3);
+        CHECK(ck.optimizer_step == 3);
+        cuda::HostedTrainer on_device(ctx(), ck, data());
+        train::Trainer<float> on_cpu(ck, data());
+        CHECK(on_device.current_step() == 3);
+        for (int i = 3; i < 6; ++i) {
+            INFO("step " << i);
+            CHECK(on_device.step().loss == Approx(losses[std::size_t(i)]).epsilon(1e-6));
+            CHECK(on_cpu.step().loss == Approx(losses[std::size_t(i)]).epsilon(1e-4));
+        }
+    }
+    SECTION("run_training drives it: run.json, a trace row per checkpoint, the last checkpoint") {
+        cuda::HostedTrainer tr(ctx(), cfg, data());
+        std::int64_t seen = 0;
+        train::run_training(tr, dir.string(), [&](const train::StepResult& r) { CHECK(r.step == seen++); });
+        CHECK(seen == 6);
+        std::ifstream jl(dir / "trace.jsonl");
+        std::vector<std::int64_t> steps;
+        for (std::string line; std::getline(jl, line);) steps.push_back(nlohmann::json::parse(line)["step"].get<std::int64_t>());
+        CHECK(steps == std::vector<std::int64_t>{0, 3, 6});
+        CHECK(train::load_checkpoint<float>((dir / "checkpoint.safetensors").string()).step == 6);
+    }
+    std::filesystem::remove_all(dir);
+
+    train::TrainConfig bf16 = cfg;
+    bf16.precision = model::MatmulPrecision::bf16;
+    if (model::bf16_matmul_available())
+        CHECK_THROWS_WITH(cuda::HostedTrainer(ctx(), bf16, data()), Catch::Contains("float32"));
 }

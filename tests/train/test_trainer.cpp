@@ -231,7 +231,7 @@ TEST_CASE("run_training writes run.json, checkpoints and a trace row per checkpo
     cfg.checkpoint_every = 3;
     Trainer<float> tr(cfg, make_data(cfg.task));
     std::int64_t seen = 0;
-    run_training<float>(tr, dir, [&](const StepResult& r) { CHECK(r.step == seen++); });
+    run_training(tr, dir, [&](const StepResult& r) { CHECK(r.step == seen++); });
     CHECK(seen == 6);
     CHECK(std::filesystem::exists(dir + "/run.json"));
     std::ifstream jl(dir + "/trace.jsonl");
@@ -250,7 +250,7 @@ TEST_CASE("run_training writes run.json, checkpoints and a trace row per checkpo
     ck.run = run;
     Trainer<float> more(ck, make_data(cfg.task));
     more.weights().layers[0].wq(0, 0) = std::numeric_limits<float>::infinity();
-    CHECK_THROWS_WITH(run_training<float>(more, dir, nullptr), Catch::Contains("step 6") && Catch::Contains("layer 0"));
+    CHECK_THROWS_WITH(run_training(more, dir, nullptr), Catch::Contains("step 6") && Catch::Contains("layer 0"));
     CHECK(load_checkpoint<float>(dir + "/checkpoint.safetensors").step == 6);
     std::filesystem::remove_all(dir);
 }

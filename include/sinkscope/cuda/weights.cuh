@@ -271,15 +271,23 @@ inline DeviceWeights like_layout(const Context& ctx, const DeviceWeights& src) {
     return d;
 }
 
-// Copies the device values back into `w`, which must have the layout the arena was made from (e.g.
-// the weights that were uploaded, or train::zeros_like of them).
-inline void download(const Context& ctx, const DeviceWeights& d, model::Weights<float>& w) {
-    const std::vector<ArenaEntry> layout = arena_layout(w);
-    require(layout.size() == d.entries().size(), "cuda::download: the host weights have " + std::to_string(layout.size()) +
+namespace detail {
+// The arena layout of host weights `w`, required to be the device arena's (`what` names the caller).
+inline std::vector<ArenaEntry> same_layout(const model::Weights<float>& w, const DeviceWeights& d, const std::string& what) {
+    std::vector<ArenaEntry> layout = arena_layout(w);
+    require(layout.size() == d.entries().size(), what + ": the host weights have " + std::to_string(layout.size()) +
                                                     " tensors, the device arena " + std::to_string(d.entries().size()));
     for (std::size_t i = 0; i < layout.size(); ++i)
         require(layout[i].name == d.entries()[i].name && layout[i].rows == d.entries()[i].rows && layout[i].cols == d.entries()[i].cols,
-                "cuda::download: tensor " + layout[i].name + " differs in name or shape from the device arena", {"", layout[i].name, {}});
+                what + ": tensor " + layout[i].name + " differs in name or shape from the device arena", {"", layout[i].name, {}});
+    return layout;
+}
+}  // namespace detail
+
+// Copies the device values back into `w`, which must have the layout the arena was made from (e.g.
+// the weights that were uploaded, or train::zeros_like of them).
+inline void download(const Context& ctx, const DeviceWeights& d, model::Weights<float>& w) {
+    const std::vector<ArenaEntry> layout = detail::same_layout(w, d, "cuda::download");
     std::vector<float> host(std::size_t(d.parameter_count()));
     cuda::download(host.data(), d.arena(), host.size(), ctx.stream());
     std::size_t e = 0;
@@ -289,6 +297,21 @@ inline void download(const Context& ctx, const DeviceWeights& d, model::Weights<
         const ArenaEntry& en = layout[e++];
         std::copy(host.begin() + en.offset, host.begin() + en.offset + en.size(), t.data());
     });
+}
+
+// The inverse of download: overwrites the values of an existing arena `d` with those of `w` (same
+// layout), keeping its views (e.g. AdamW's moments when a run resumes from a checkpoint).
+inline void upload_values(const Context& ctx, const model::Weights<float>& w, DeviceWeights& d) {
+    const std::vector<ArenaEntry> layout = detail::same_layout(w, d, "cuda::upload_values");
+    std::vector<float> host(std::size_t(d.parameter_count()));
+    std::size_t e = 0;
+    DeviceWeights scratch;
+    zip_parameters(w, scratch, [&](const std::string&, const auto& t, DeviceTensor&) {
+        if (t.size() == 0) return;
+        const ArenaEntry& en = layout[e++];
+        std::copy(t.data(), t.data() + t.size(), host.begin() + en.offset);
+    });
+    cuda::upload(d.arena(), host.data(), host.size(), ctx.stream());
 }
 
 }  // namespace sinkscope::cuda

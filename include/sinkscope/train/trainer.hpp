@@ -176,20 +176,60 @@ inline std::string describe_hook(const std::string& name) {
     return "layer " + std::to_string(l) + ", operation " + name.substr(dot + 1);
 }
 
+// The checks every trainer makes before its first step: the task fits the model, the settings are valid.
+inline void require_task_fits(const TrainConfig& cfg, const DataSource* data) {
+    require(data != nullptr, "trainer: no data source");
+    require(data->vocab_size() <= cfg.model.vocab_size,
+            "invalid config: the task needs a vocabulary of " + std::to_string(data->vocab_size()) +
+                " tokens but the model has " + std::to_string(cfg.model.vocab_size));
+    cfg.validate(data->seq_len());
+}
+
+// A fresh run's weights: init_weights at the run's seed and init_std.
+template <class T>
+model::Weights<T> initial_weights(const TrainConfig& cfg) {
+    InitOptions io;
+    io.init_std = cfg.init_std;
+    return init_weights<T>(cfg.model, cfg.seed, io);
+}
+
+// The trace record of weights `w` after `step` updates: measure_trace on the first eval_sequences
+// validation sequences (the same for every trainer, so CPU and device runs are measured alike).
+template <class T>
+TraceRecord validation_trace(const TrainConfig& cfg, const DataSource& data, const model::Weights<T>& w, std::int64_t step,
+                             double train_loss) {
+    std::vector<std::vector<std::int32_t>> seqs;
+    for (std::int64_t i = 0; i < cfg.eval_sequences; ++i) seqs.push_back(data.sequence(std::uint64_t(i), true));
+    TraceRecord r = measure_trace(cfg.model, w, seqs, cfg.loss, cfg.sink_eps);
+    r.step = step;
+    r.train_loss = train_loss;
+    require(std::isfinite(r.val_loss), "non-finite validation loss at step " + std::to_string(step));
+    return r;
+}
+
+// The random state of a run is its data stream position: sequence i is drawn from
+// stream_seed(task seed, i), and the next step starts at i = step·B (weights were drawn at init).
+inline std::string data_stream_state(const TrainConfig& cfg, std::int64_t step) {
+    return nlohmann::json{{"generator", "mt19937_64 seeded by stream_seed(task.seed, sequence index)"},
+                          {"next_sequence", step * cfg.batch}}.dump();
+}
+
+// The name of the first parameter whose gradient holds a NaN or an infinity ("?" if none does).
+template <class T>
+std::string first_nonfinite_parameter(model::Weights<T>& grads) {
+    for (auto& t : tensor_refs(grads))
+        if (!Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(t.data, t.size).allFinite()) return t.name;
+    return "?";
+}
+
 template <class T>
 class Trainer {
 public:
     Trainer(TrainConfig cfg, std::shared_ptr<const DataSource> data) : cfg_(std::move(cfg)), data_(std::move(data)) {
-        require(data_ != nullptr, "trainer: no data source");
-        require(data_->vocab_size() <= cfg_.model.vocab_size,
-                "invalid config: the task needs a vocabulary of " + std::to_string(data_->vocab_size()) +
-                    " tokens but the model has " + std::to_string(cfg_.model.vocab_size));
-        cfg_.validate(data_->seq_len());
+        require_task_fits(cfg_, data_.get());
         require(std::is_same_v<T, float> || cfg_.precision == model::MatmulPrecision::float32,
                 "training: precision bf16 needs a float model (double runs are the exact reference)");
-        InitOptions io;
-        io.init_std = cfg_.init_std;
-        w_ = init_weights<T>(cfg_.model, cfg_.seed, io);
+        w_ = initial_weights<T>(cfg_);
         opt_ = AdamW<T>(cfg_.optim, w_);
         setup_threads();
     }
@@ -197,8 +237,7 @@ public:
     // Continues the run saved in `checkpoint` (its own settings; `data` must be the same task).
     Trainer(const Checkpoint<T>& ck, std::shared_ptr<const DataSource> data)
         : cfg_(TrainConfig::from_json(ck.run)), data_(std::move(data)) {
-        require(data_ != nullptr, "trainer: no data source");
-        cfg_.validate(data_->seq_len());
+        require_task_fits(cfg_, data_.get());
         w_ = ck.weights;
         opt_ = AdamW<T>(cfg_.optim, w_);
         opt_.m() = ck.adam_m;
@@ -261,12 +300,8 @@ public:
         r.loss = sum / N;
         if (!std::isfinite(r.loss)) throw Error("non-finite loss at step " + std::to_string(step_) + ": " + std::to_string(r.loss));
         r.grad_norm = clip_gradients(grads_[0], cfg_.optim.grad_clip);
-        if (!std::isfinite(r.grad_norm)) {
-            std::string where = "?";
-            for (auto& t : tensor_refs(grads_[0]))
-                if (!Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(t.data, t.size).allFinite()) { where = t.name; break; }
-            throw Error("non-finite gradient at step " + std::to_string(step_) + ": parameter " + where);
-        }
+        if (!std::isfinite(r.grad_norm))
+            throw Error("non-finite gradient at step " + std::to_string(step_) + ": parameter " + first_nonfinite_parameter(grads_[0]));
         r.lr = learning_rate(cfg_.optim, step_);
         opt_.update(w_, grads_[0], r.lr);
         ++step_;
@@ -276,22 +311,9 @@ public:
     }
 
     // The trace of the current weights on the first eval_sequences validation sequences.
-    TraceRecord trace(double train_loss = 0) const {
-        std::vector<std::vector<std::int32_t>> seqs;
-        for (std::int64_t i = 0; i < cfg_.eval_sequences; ++i) seqs.push_back(data_->sequence(std::uint64_t(i), true));
-        TraceRecord r = measure_trace(cfg_.model, w_, seqs, cfg_.loss, cfg_.sink_eps);
-        r.step = step_;
-        r.train_loss = train_loss;
-        require(std::isfinite(r.val_loss), "non-finite validation loss at step " + std::to_string(step_));
-        return r;
-    }
+    TraceRecord trace(double train_loss = 0) const { return validation_trace(cfg_, *data_, w_, step_, train_loss); }
 
-    // The random state of a run is its data stream position: sequence i is drawn from
-    // stream_seed(task seed, i), and the next step starts at i = step·B (weights were drawn at init).
-    std::string rng_state() const {
-        return nlohmann::json{{"generator", "mt19937_64 seeded by stream_seed(task.seed, sequence index)"},
-                              {"next_sequence", step_ * cfg_.batch}}.dump();
-    }
+    std::string rng_state() const { return data_stream_state(cfg_, step_); }
     void save(const std::string& path) { save_checkpoint(path, cfg_.model, w_, opt_, step_, cfg_.to_json(), rng_state()); }
 
     std::int64_t current_step() const { return step_; }
@@ -339,11 +361,13 @@ private:
     std::vector<model::Mat<T>> dlogits_;
 };
 
-// The run loop used by tools/train.cpp: trains to cfg.steps from wherever `trainer` is, writing
-// <out>/checkpoint.safetensors and a trace record at step 0 (fresh runs), every checkpoint_every steps
-// and at the end. `progress` gets every StepResult (for the progress line).
-template <class T>
-void run_training(Trainer<T>& trainer, const std::string& out, const std::function<void(const StepResult&)>& progress) {
+// The run loop used by tools/train.cpp and the sweep: trains to cfg.steps from wherever `trainer` is,
+// writing <out>/checkpoint.safetensors and a trace record at step 0 (fresh runs), every checkpoint_every
+// steps and at the end. `progress` gets every StepResult (for the progress line). Any trainer with
+// Trainer's run interface: config(), current_step(), step(), trace(train_loss), save(path) —
+// Trainer<T> on the CPU, cuda::HostedTrainer on a GPU.
+template <class Tr>
+void run_training(Tr& trainer, const std::string& out, const std::function<void(const StepResult&)>& progress) {
     std::filesystem::create_directories(out);
     const auto& cfg = trainer.config();
     {
