@@ -12,6 +12,9 @@
 #   TEST_LOG=file     also keep the whole cross-backend test output there (the console shows its last 25 lines)
 #   MODEL=path.gguf   SmolLM2 weights; without them the forward runs random weights of the same shape
 #                     (bench/smollm2_135m.config.json, read from the GGUF's metadata)
+#   SWEEP=1           also build the experiments and train the scale sweep's smoke grid on the GPU against
+#                     the CPU (tests/experiments/check_sweep_device.sh; with SKIP_BUILD=1 it runs when
+#                     $BUILD/experiments/a4_scale_sweep exists, e.g. built here with SWEEP=1 and carried)
 # Every figure goes to stdout as JSON lines; copy them into bench/RESULTS.md with the date and the GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +26,10 @@ model=${MODEL:-models/SmolLM2-135M-Instruct.Q4_1.gguf}
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSINKSCOPE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
-    -DSINKSCOPE_TEST_MODULES=core -DSINKSCOPE_BUILD_TOOLS=OFF -DSINKSCOPE_BUILD_EXPERIMENTS=OFF >/dev/null || exit 1
+    -DSINKSCOPE_TEST_MODULES=core -DSINKSCOPE_BUILD_TOOLS=OFF -DSINKSCOPE_BUILD_EXPERIMENTS="$([[ ${SWEEP:-0} == 1 ]] && echo ON || echo OFF)" \
+    >/dev/null || exit 1
   cmake --build "$build" -j"$(nproc)" --target sinkscope_cuda_tests bench_cuda >/dev/null || exit 1
+  if [[ ${SWEEP:-0} == 1 ]]; then cmake --build "$build" -j"$(nproc)" --target sinkscope_experiments >/dev/null || exit 1; fi
 fi
 tests=$build/tests/cuda/sinkscope_cuda_tests
 bench=$build/bench/bench_cuda
@@ -45,6 +50,14 @@ test_log=${TEST_LOG:-$(mktemp)}
 test_rc=$?
 tail -25 "$test_log"
 echo "tests exit code: $test_rc"
+sweep=$build/experiments/a4_scale_sweep
+if [[ -x "$sweep" ]]; then
+  echo "== the scale sweep's smoke grid on the GPU against the CPU"
+  tests/experiments/check_sweep_device.sh "$sweep" "$build/sweep_device"
+  sweep_rc=$?
+  echo "sweep check exit code: $sweep_rc (77: skipped)"
+  [[ $sweep_rc -eq 0 || $sweep_rc -eq 77 ]] || test_rc=$sweep_rc
+fi
 
 echo "== sinkscope (CUDA)"
 ours=$("$bench" "$model" "$tokens" "$repeats")
