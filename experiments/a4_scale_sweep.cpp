@@ -16,14 +16,15 @@
 // layers) and top |x|, the compute at which the trend would meet Sun et al.'s criterion (|x| > 100 and
 // ≥ 1000 × median), an extrapolation when outside the grid.
 // Rule (A4 at scale; thresholds those of a4_training_trace, fixed before measuring; experiments/README.md):
-// on the preset's largest Bigram-Backcopy model, per seed s: share_{s,c} = Σ_{l ≤ 1} sink_rate_l /
+// on the preset's largest Bigram-Backcopy model (a preset without one, gpu or text: its largest model),
+// per seed s: share_{s,c} = Σ_{l ≤ 1} sink_rate_l /
 // Σ_l sink_rate_l at every checkpoint c whose sink rate (all layers) is ≥ 0.1;
 //   precondition  ≥ 3 seeds have ≥ 3 such checkpoints (a trend needs three points, an interval three seeds)
 //   condition     migration: the mean over those seeds of the least-squares change of share_{s,c} over the
 //                 checkpoints (Student-t interval over seeds) has lower bound ≥ 0.1
 //   condition     concentration: the mean last-checkpoint share has lower bound ≥ (1 + 2/L)/2
 // Null: --random-init SEED trains nothing; every job's only checkpoint is its untrained model → "not applicable".
-// Command: build/experiments/a4_scale_sweep [--preset cpu|workstation|gpu] [--device cpu|cuda] [--plan]
+// Command: build/experiments/a4_scale_sweep [--preset cpu|text|workstation|gpu] [--device cpu|cuda] [--plan]
 //          [--job I] [--merge] [--seeds 3] [--out out/a4_scale_sweep]   (--preset gpu trains on cuda)
 // Writes: runs/<job>/…, plan.json, checkpoints.csv and checkpoints.npy [rows × columns, names in meta.json],
 //         meta.json (trends with bands, reaches, the verdict).
@@ -79,6 +80,11 @@ Preset make_preset(const std::string& name) {
                     {"zipf", 2, 32, 2, 64, 600, 16, 3e-3},
                     {"zipf", 4, 64, 2, 64, 600, 16, 3e-3},
                     {"zipf", 4, 128, 4, 64, 600, 16, 3e-3}};
+    } else if (name == "text") {
+        p.purpose = "English text on the CPU: tens of minutes on 2 cores; needs --text-tokens";
+        p.points = {{"text", 2, 64, 2, 128, 1500, 16, 3e-3},
+                    {"text", 4, 64, 2, 128, 1500, 16, 3e-3},
+                    {"text", 4, 128, 4, 128, 1500, 16, 2e-3}};
     } else if (name == "workstation") {
         p.purpose = "hours on a 2-core machine; text needs --text-tokens";
         for (const std::string task : {"bigram-backcopy", "zipf", "text"}) {
@@ -94,9 +100,20 @@ Preset make_preset(const std::string& name) {
         p.points = {{"text", 8, 640, 10, 512, 32000, 64, 6e-4},     // ~39M non-embedding, 1.05B tokens
                     {"text", 12, 768, 12, 1024, 40000, 32, 6e-4}};  // ~85M non-embedding, 1.31B tokens
     } else {
-        throw Error("unknown preset '" + name + "' (smoke, cpu, workstation, gpu)");
+        throw Error("unknown preset '" + name + "' (smoke, cpu, text, workstation, gpu)");
     }
     return p;
+}
+
+// The model the A4 rule judges: the largest Bigram-Backcopy point (size L·d²·steps), the task on which
+// Guo et al. form sinks fastest; in a preset without one (gpu, text) the largest point of any task.
+Point rule_point(const Preset& p) {
+    auto size = [](const Point& q) { return double(q.layers) * double(q.d_model) * double(q.d_model) * double(q.steps); };
+    const bool backcopy = std::any_of(p.points.begin(), p.points.end(), [](const Point& q) { return q.task == "bigram-backcopy"; });
+    Point best{};
+    for (const auto& q : p.points)
+        if ((!backcopy || q.task == "bigram-backcopy") && size(q) >= size(best)) best = q;
+    return best;
 }
 
 struct Job {
@@ -289,7 +306,7 @@ int main(int argc, char** argv) {
     bool plan = false, merge_only = false, bos = false;
     std::string device;
     TextData text;
-    app.add_option("--preset", preset_name, "cpu | workstation | gpu (the grids are in the source)")->capture_default_str();
+    app.add_option("--preset", preset_name, "cpu | text | workstation | gpu (the grids are in the source)")->capture_default_str();
     app.add_option("--seeds", seeds, "seeds per grid point (the rule needs >= 3)")->capture_default_str();
     app.add_option("--eval", eval, "validation sequences per trace record")->capture_default_str();
     app.add_flag("--plan", plan, "print the jobs (one command each) and their expected time, write plan.json, exit");
@@ -469,18 +486,16 @@ int main(int argc, char** argv) {
         }
         run.results()["trends"] = trends;
 
-        // ---- the verdict: A4 on the largest Bigram-Backcopy model, across seeds ----
-        Point a4{};
-        for (const auto& p : preset.points)
-            if (p.task == "bigram-backcopy" && double(p.layers) * double(p.d_model) * double(p.d_model) * double(p.steps) >=
-                                                   double(a4.layers) * double(a4.d_model) * double(a4.d_model) * double(a4.steps))
-                a4 = p;
+        // ---- the verdict: A4 on the rule's model (rule_point), across seeds ----
+        const Point a4 = rule_point(preset);
+        const std::string rule_model =
+            "the preset's largest " + (a4.task == "bigram-backcopy" ? std::string("Bigram-Backcopy") : a4.task) + " model";
         std::vector<double> changes, last_shares;
         std::int64_t seeds_done = 0;
         double first_max = 0;
         json per_seed = json::array();
         for (const auto& r : runs) {
-            if (r.empty() || r.front().task != "bigram-backcopy" || r.front().layers != a4.layers || r.front().d_model != a4.d_model ||
+            if (r.empty() || r.front().task != a4.task || r.front().layers != a4.layers || r.front().d_model != a4.d_model ||
                 r.front().seq_len != a4.seq_len)
                 continue;
             ++seeds_done;
@@ -504,7 +519,7 @@ int main(int argc, char** argv) {
         analysis::Verdict v(
             std::string("A4-scale: trained ") + (bos ? "WITH BOS (--bos, a check of the rule, not Paper A's premise)" : "without BOS") +
                 ", the sink moves toward layers 0-1 over training and concentrates there, across seeds",
-            std::string("On the preset's largest Bigram-Backcopy model (Guo recipe, ") + (bos ? "with" : "no") +
+            "On " + rule_model + " (Guo recipe, " + (bos ? "with" : "no") +
                 " BOS), per seed: share_c = sum of the sink rates "
             "(alpha0 > 0.3) of layers 0-1 / sum over all layers, at every checkpoint whose sink rate (all layers) is >= 0.1. "
             "Precondition (else 'not shown at this scale'): >= 3 seeds have >= 3 such checkpoints. Reproduced when (1) the mean "
@@ -513,7 +528,7 @@ int main(int argc, char** argv) {
             "a4_training_trace's, fixed before this sweep was run",
             "--random-init SEED: every job's only checkpoint is its untrained model, no trend: must give 'not applicable'");
         const auto absent = null_run ? analysis::Outcome::not_applicable : analysis::Outcome::not_shown;
-        v.precondition(analysis::exact_condition("seeds of the largest Bigram-Backcopy model with >= 3 sink checkpoints",
+        v.precondition(analysis::exact_condition("seeds of " + rule_model + " with >= 3 sink checkpoints",
                                                  double(changes.size()), seeds_done, double(kMinSeeds)),
                        absent);
         if (changes.size() >= 2) {
@@ -527,7 +542,7 @@ int main(int argc, char** argv) {
                                                   std::nan(""), std::int64_t(changes.size()), kMigration));
         }
         v.check("untrained (step 0) sink rate, largest over seeds, null: below 0.1", first_max, kSinkForms, first_max < kSinkForms);
-        v.details()["model"] = {{"layers", a4.layers}, {"d_model", a4.d_model}, {"seq_len", a4.seq_len}, {"steps", a4.steps}};
+        v.details()["model"] = {{"task", a4.task}, {"layers", a4.layers}, {"d_model", a4.d_model}, {"seq_len", a4.seq_len}, {"steps", a4.steps}};
         v.details()["seeds"] = per_seed;
         v.details()["concentration_threshold"] = concentrated;
         run.verdict(v);
