@@ -17,8 +17,8 @@
 // ≥ 1000 × median), an extrapolation when outside the grid.
 // Rule (A4 at scale; thresholds those of a4_training_trace, fixed before measuring; experiments/README.md):
 // on the preset's largest Bigram-Backcopy model (a preset without one, gpu or text: its largest model),
-// per seed s: share_{s,c} = Σ_{l ≤ 1} sink_rate_l /
-// Σ_l sink_rate_l at every checkpoint c whose sink rate (all layers) is ≥ 0.1;
+// per seed s: share_{s,c} = Σ_{l ≤ 1} sink_rate_l / Σ_l sink_rate_l at every checkpoint c whose sink rate
+// (all layers) is ≥ 0.1;
 //   precondition  ≥ 3 seeds have ≥ 3 such checkpoints (a trend needs three points, an interval three seeds)
 //   condition     migration: the mean over those seeds of the least-squares change of share_{s,c} over the
 //                 checkpoints (Student-t interval over seeds) has lower bound ≥ 0.1
@@ -325,7 +325,7 @@ int main(int argc, char** argv) {
         require(seeds >= 1, "--seeds must be >= 1");
         if (device.empty()) device = preset.cuda ? "cuda" : "cpu";
         const bool on_gpu = device == "cuda";
-        if (on_gpu && !kCudaTrainingBuilt && !plan)
+        if (on_gpu && !kCudaTrainingBuilt && !plan && !merge_only)
             throw Error("--device cuda: this build of the experiments has no CUDA trainer (CMake found no nvcc, or "
                         "SINKSCOPE_CUDA is OFF); rebuild with the CUDA toolkit, or --plan to see the grid");
         const auto jobs = jobs_of(preset, seeds);
