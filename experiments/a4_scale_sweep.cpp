@@ -28,7 +28,6 @@
 //          [--job I] [--merge] [--seeds 3] [--out out/a4_scale_sweep]   (--preset gpu trains on cuda)
 // Writes: runs/<job>/…, plan.json, checkpoints.csv and checkpoints.npy [rows × columns, names in meta.json],
 //         meta.json (trends with bands, reaches, the verdict).
-#include "device_training.hpp"
 #include "training.hpp"
 
 #include <algorithm>
@@ -38,6 +37,7 @@
 #include <sinkscope/analysis/scaling.hpp>
 #include <sinkscope/core/measures.hpp>
 #include <sinkscope/train/checkpoint.hpp>
+#include <sinkscope/train/run_trainer.hpp>
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
@@ -186,18 +186,18 @@ json run_job(const Job& j, const train::TrainConfig& tc, const std::string& dir,
     fs::create_directories(dir);
     const auto t0 = Clock::now();
     const std::string ck = dir + "/checkpoint.safetensors";
-    std::unique_ptr<RunTrainer> tr;
+    std::unique_ptr<train::RunTrainer<float>> tr;
     std::int64_t first = 0;
     if (random_init >= 0) {
         fs::remove(dir + "/trace.jsonl");
         fs::remove(dir + "/trace.csv");
-        auto untrained = std::make_unique<RunTrainerOf<train::Trainer<float>>>(tc, train::make_data(tc.task));
+        auto untrained = std::make_unique<train::RunTrainerOf<float, train::Trainer<float>>>(tc, train::make_data(tc.task));
         untrained->trainer().weights() = train::init_weights<float>(tc.model, std::uint64_t(random_init) + std::uint64_t(j.seed));
         std::ofstream(dir + "/run.json") << tc.to_json().dump(2) << "\n";
         train::append_trace(dir, untrained->trace(0.0));
         tr = std::move(untrained);
     } else {
-        const auto make = device == "cuda" ? make_device_trainer : make_cpu_trainer;
+        const auto make = device == "cuda" ? train::make_device_trainer : train::make_cpu_trainer<float>;
         if (fs::exists(ck) && fs::exists(dir + "/trace.jsonl")) {
             std::cerr << "  resuming " << j.name << " from its checkpoint\n";
             const auto c = train::load_checkpoint<float>(ck);
@@ -325,8 +325,8 @@ int main(int argc, char** argv) {
         require(seeds >= 1, "--seeds must be >= 1");
         if (device.empty()) device = preset.cuda ? "cuda" : "cpu";
         const bool on_gpu = device == "cuda";
-        if (on_gpu && !kCudaTrainingBuilt && !plan && !merge_only)
-            throw Error("--device cuda: this build of the experiments has no CUDA trainer (CMake found no nvcc, or "
+        if (on_gpu && !train::kDeviceTrainerBuilt && !plan && !merge_only)
+            throw Error("--device cuda: this program was built without the CUDA trainer (CMake found no nvcc, or "
                         "SINKSCOPE_CUDA is OFF); rebuild with the CUDA toolkit, or --plan to see the grid");
         const auto jobs = jobs_of(preset, seeds);
         const bool has_text = std::any_of(preset.points.begin(), preset.points.end(), [](const Point& p) { return p.task == "text"; });

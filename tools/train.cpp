@@ -1,5 +1,6 @@
-// sinkscope-train — trains the sinkscope transformer from scratch on the CPU and records the
-// attention-sink / residual-peak trace (Paper A §A4, Paper B §B6, Guo et al.'s Bigram-Backcopy).
+// sinkscope-train — trains the sinkscope transformer from scratch on the CPU (or, --device cuda, on a
+// CUDA GPU) and records the attention-sink / residual-peak trace (Paper A §A4, Paper B §B6, Guo et al.'s
+// Bigram-Backcopy).
 //
 //   sinkscope-train --task bigram-backcopy --steps 600 --out runs/bb          a fresh run
 //   sinkscope-train --resume --out runs/bb                                  continue it (same settings)
@@ -100,15 +101,16 @@ void print_summary(const train::TraceRecord& r, const model::Config& c) {
 // Bigram-Backcopy only: the model's loss after triggers (the copy, Bayes loss 0) and after ordinary
 // tokens (the bigram), against the Bayes-optimal losses, on the trace's validation sequences.
 template <class T>
-void report_backcopy(const train::Trainer<T>& tr) {
+void report_backcopy(const train::RunTrainer<T>& tr) {
     const auto* bb = dynamic_cast<const train::BigramBackcopy*>(&tr.data());
     if (!bb) return;
     double copy = 0, bigram = 0, bigram_opt = 0;
     std::int64_t n_copy = 0, n_bigram = 0;
+    const model::Weights<T> w = tr.weights();  // (downloaded once from a device)
     for (std::int64_t i = 0; i < tr.config().eval_sequences; ++i) {
         const auto s = bb->sequence(std::uint64_t(i), true);
         const std::vector<std::int32_t> in(s.begin(), s.end() - 1);
-        const model::Mat<T> logits = model::forward(tr.config().model, tr.weights(), in);
+        const model::Mat<T> logits = model::forward(tr.config().model, w, in);
         for (std::size_t t = 0; t + 1 < s.size(); ++t) {
             const double m = double(logits.row(t).maxCoeff());
             const double lse = m + std::log(double((logits.row(t).array() - T(m)).exp().sum()));
@@ -142,6 +144,7 @@ int main(int argc, char** argv) {
     t.steps = 600; t.batch = 8; t.optim.lr = 3e-3; t.optim.warmup_steps = 30; t.optim.weight_decay = 0.1;
     t.optim.beta2 = 0.95; t.checkpoint_every = 100; t.eval_sequences = 8;
     std::string task = "bigram-backcopy", text_tokens, text_heldout, prepare, tokens_out, out, window, parallel = "sequences", matmul_precision = "float32";
+    std::string device = "cpu";
     std::int64_t seq_len = 128, n_tokens = 64, triggers = 3, text_vocab = 257, text_bos = 256, log_every = 10;
     double dirichlet = 0.2, zipf_s = 1.0;
     std::uint64_t task_seed = 1;
@@ -234,6 +237,9 @@ int main(int argc, char** argv) {
     app.add_option("--precision", matmul_precision, "float32 | bf16: bf16 products with float32 accumulation and master weights (oneDNN)")
         ->check(CLI::IsMember({"float32", "bf16"}))->capture_default_str()->group("Run");
     app.add_flag("--double", dbl, "train in double precision (slow; for checks)")->group("Run");
+    app.add_option("--device", device, "cpu | cuda: cuda trains on CUDA device 0 (cuda::HostedTrainer: float32, pre-norm variants; "
+                                       "same batches, trace and checkpoints, so either device resumes the other's run)")
+        ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str()->group("Run");
     app.add_flag("--no-check-finite", [&](std::int64_t) { t.check_finite = false; }, "skip the per-activation NaN/inf check")->group("Run");
     app.add_flag("--smoke", smoke, "tiny model, 20 steps: an end-to-end check in seconds")->group("Run");
     app.add_flag("--quiet", quiet, "no progress lines")->group("Run");
@@ -248,13 +254,18 @@ int main(int argc, char** argv) {
         if (out.empty()) throw Error("--out DIR is required");
         auto go = [&](auto precision) -> int {
             using T = decltype(precision);
-            std::unique_ptr<train::Trainer<T>> tr;
+            std::unique_ptr<train::RunTrainer<T>> tr;
+            auto make = [&](const train::TrainConfig& cfg, const train::Checkpoint<T>* ck) -> std::unique_ptr<train::RunTrainer<T>> {
+                if (device == "cpu") return train::make_cpu_trainer<T>(cfg, ck, train::make_data(cfg.task));
+                if constexpr (std::is_same_v<T, float>) return train::make_device_trainer(cfg, ck, train::make_data(cfg.task));
+                throw Error("--device cuda trains in float32: drop --double");
+            };
             if (resume) {
                 const std::string ck_path = out + "/checkpoint.safetensors";
                 if (!fs::exists(ck_path)) throw Error("--resume: no checkpoint in the run directory", {ck_path, "", {}});
                 const auto ck = train::load_checkpoint<T>(ck_path);
                 const auto cfg = train::TrainConfig::from_json(ck.run);
-                tr = std::make_unique<train::Trainer<T>>(ck, train::make_data(cfg.task));
+                tr = make(cfg, &ck);
                 std::cout << "resumed " << ck_path << " at step " << ck.step << "\n";
             } else {
                 if (smoke) {
@@ -293,14 +304,13 @@ int main(int argc, char** argv) {
                 t.precision = matmul_precision == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
                 t.optim.total_steps = t.steps;
                 t.model = c;
-                tr = std::make_unique<train::Trainer<T>>(t, train::make_data(t.task));
+                tr = make(t, nullptr);
             }
             const auto& cfg = tr->config();
             std::cout << "model:  " << cfg.model.describe() << "\n"
                       << "        " << model::parameter_count(tr->weights()) << " parameters, "
                       << (std::is_same_v<T, float> ? "float" : "double")
-                      << (cfg.precision == model::MatmulPrecision::bf16 ? " weights, bf16 products" : "") << ", " << tr->threads() << " thread(s) over "
-                      << (cfg.parallel == train::Parallelism::gemm ? "GEMMs" : "sequences") << "\n"
+                      << (cfg.precision == model::MatmulPrecision::bf16 ? " weights, bf16 products" : "") << ", " << tr->compute() << "\n"
                       << "data:   " << tr->data().describe() << ", batch " << cfg.batch << "\n"
                       << "optim:  AdamW lr " << cfg.optim.lr << " (warmup " << cfg.optim.warmup_steps << ", cosine to "
                       << cfg.optim.min_lr_ratio << "x), betas " << cfg.optim.beta1 << "/" << cfg.optim.beta2 << ", wd "

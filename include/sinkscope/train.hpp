@@ -10,6 +10,7 @@
 #include "sinkscope/train/model_backward.hpp"
 #include "sinkscope/train/optimizer.hpp"
 #include "sinkscope/train/random.hpp"
+#include "sinkscope/train/run_trainer.hpp"
 #include "sinkscope/train/tape.hpp"
 #include "sinkscope/train/trace.hpp"
 #include "sinkscope/train/trainer.hpp"

@@ -1,5 +1,5 @@
-// HostedTrainer: train::Trainer's run interface around cuda::Trainer, so that train::run_training and
-// the scale sweep's jobs drive a device run exactly as they drive a CPU one.
+// HostedTrainer: train::Trainer's run interface around cuda::Trainer, so that train::run_training,
+// sinkscope-train --device cuda and the scale sweep's jobs drive a device run as they drive a CPU one.
 //
 //   the host keeps    the settings (train::TrainConfig), the data source and the step count. Step s
 //                     trains on sequences s·B … s·B + B − 1 of the task, the CPU trainer's batch, at
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "sinkscope/cuda/train.cuh"
+#include "sinkscope/train/run_trainer.hpp"
 #include "sinkscope/train/trainer.hpp"
 
 namespace sinkscope::cuda {
@@ -88,6 +89,10 @@ public:
     const train::TrainConfig& config() const { return cfg_; }
     model::Weights<float> weights() const { return dev_.weights(); }  // a host copy
     const train::DataSource& data() const { return *data_; }
+    std::string compute() const {
+        return "CUDA device " + std::to_string(ctx_.device()) + " (" + ctx_.properties().name + ")" +
+               (ctx_.tf32() ? ", TF32 products" : ", float32 products");
+    }
 
 private:
     static train::TrainConfig checked(train::TrainConfig cfg, const train::DataSource* data) {
@@ -104,5 +109,15 @@ private:
     Trainer dev_;
     std::int64_t step_ = 0;
 };
+
+// A HostedTrainer behind train::RunTrainer: what a program's CUDA unit returns as
+// train::make_device_trainer (tools/device_trainer.cu).
+inline std::unique_ptr<train::RunTrainer<float>> make_run_trainer(const Context& ctx, const train::TrainConfig& cfg,
+                                                                  const train::Checkpoint<float>* resume,
+                                                                  std::shared_ptr<const train::DataSource> data) {
+    using Run = train::RunTrainerOf<float, HostedTrainer>;
+    if (resume) return std::make_unique<Run>(ctx, *resume, std::move(data));
+    return std::make_unique<Run>(ctx, cfg, std::move(data));
+}
 
 }  // namespace sinkscope::cuda

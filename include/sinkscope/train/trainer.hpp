@@ -323,6 +323,9 @@ public:
     AdamW<T>& optimizer() { return opt_; }
     const DataSource& data() const { return *data_; }
     std::size_t threads() const { return grads_.size(); }
+    std::string compute() const {
+        return std::to_string(threads()) + " CPU thread(s) over " + (cfg_.parallel == Parallelism::gemm ? "GEMMs" : "sequences");
+    }
 
 private:
     static void report(std::string& fault, const std::string& what) {
