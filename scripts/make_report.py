@@ -238,7 +238,17 @@ def fig_a4(r, m):
 
 
 def fig_a4_scale(r, m):
-    """The scale sweep: each quantity against training compute and non-embedding parameters (log x), every
+    """The scale sweep (the main job's preset), and beside it the English-text sweep when one was run into
+    <out>/a4_scale_sweep_text (a4_scale_sweep --preset text --out …; README: not part of the main job)."""
+    figs = draw_scale_sweep(r, m, "a4_scale_sweep")
+    text_dir = m["_dir"] + "_text"
+    if os.path.exists(os.path.join(text_dir, "meta.json")):
+        figs += draw_scale_sweep(r, load(os.path.dirname(text_dir), os.path.basename(text_dir)), "a4_scale_sweep_text")
+    return figs
+
+
+def draw_scale_sweep(r, m, name):
+    """One sweep: each quantity against training compute and non-embedding parameters (log x), every
     run's trajectory (thin), its last checkpoint (dot), the fitted trend at the last checkpoints with its
     95% band (stratified bootstrap over seeds), and Sun's criterion where the axis shows it."""
     rows = csv_rows(m, "checkpoints.csv")
@@ -249,7 +259,7 @@ def fig_a4_scale(r, m):
     quantities = [("sink_rate", "sink rate (all layers)", False), ("p0_norm_ratio", "‖x_0‖ / mean ‖x_t‖ (max over layers)", False),
                   ("top1_over_median", "top |x| / median |x| (max over layers)", True), ("val_loss", "validation loss", False)]
     colors = {"bigram-backcopy": "tab:blue", "zipf": "tab:orange", "text": "tab:green"}
-    path, rel = r.figure("a4_scale_sweep")
+    path, rel = r.figure(name)
     fig, axs = plt.subplots(2, len(quantities), figsize=(16, 7))
     runs = {}
     for x in rows:
