@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
             auto make = [&](const train::TrainConfig& cfg, const train::Checkpoint<T>* ck) -> std::unique_ptr<train::RunTrainer<T>> {
                 if (device == "cpu") return train::make_cpu_trainer<T>(cfg, ck, train::make_data(cfg.task));
                 if constexpr (std::is_same_v<T, float>) return train::make_device_trainer(cfg, ck, train::make_data(cfg.task));
-                throw Error("--device cuda trains in float32: drop --double");
+                else throw Error("--device cuda trains in float32: drop --double");
             };
             if (resume) {
                 const std::string ck_path = out + "/checkpoint.safetensors";
