@@ -64,6 +64,58 @@ TEST_CASE("clipping scales the global norm down to the limit and leaves small gr
     CHECK(gradient_norm(g) == Approx(n2).epsilon(1e-15));
 }
 
+TEST_CASE("the step's fused passes: gradient sum with its norm, clipping folded into AdamW, any thread count", "[train][optimizer]") {
+    model::Config c = test::tiny_llama_config();
+    c.vocab_size = 300;  // tok_embed 300 × d spans several chunks of a small chunk size below
+    const auto w0 = test::random_test_weights<float>(c, 4);
+    const auto a = test::random_test_weights<float>(c, 5), b = test::random_test_weights<float>(c, 6);
+    // sum_gradients: acc + b, entry by entry as add_gradients adds, and the norm of the sum (double, exact math)
+    auto fused = a, bb = b, plain = a, bb2 = b;
+    const double norm = sum_gradients(fused, {&bb}, 2);
+    add_gradients(plain, bb2);
+    double direct = 0;
+    const auto fr = tensor_refs(fused), pr = tensor_refs(plain);
+    for (std::size_t i = 0; i < fr.size(); ++i)
+        for (std::int64_t j = 0; j < fr[i].size; ++j) {
+            REQUIRE(fr[i].data[j] == pr[i].data[j]);
+            direct += double(pr[i].data[j]) * double(pr[i].data[j]);
+        }
+    CHECK(norm == Approx(std::sqrt(direct)).epsilon(1e-12));
+    // The norm is the same double for 1 and 2 threads, and for chunks of any size the sum is exact to rounding.
+    CHECK(gradient_norm(plain, 1) == gradient_norm(plain, 2));
+    {
+        const auto refs = tensor_refs(plain);
+        CHECK(tensor_chunks(refs, 7).size() > tensor_chunks(refs).size());
+        std::int64_t covered = 0;
+        for (const auto& ch : tensor_chunks(refs, 7)) covered += ch.end - ch.begin;
+        std::int64_t total = 0;
+        for (const auto& r : refs) total += r.size;
+        CHECK(covered == total);
+    }
+    // AdamW with grad_scale = clipping's coefficient equals clip_gradients then AdamW, entry by entry.
+    AdamWConfig o;
+    o.lr = 1e-2; o.weight_decay = 0.1;
+    const double coef = clip_coefficient(norm, norm / 3);
+    CHECK(coef == Approx(1.0 / 3).epsilon(1e-5));
+    CHECK(clip_coefficient(norm, 0.0) == 1.0);
+    CHECK(clip_coefficient(norm, 2 * norm) == 1.0);
+    auto w1 = w0, w2 = w0;
+    AdamW<float> o1(o, w1), o2(o, w2);
+    auto g1 = plain, g2 = plain;
+    for (int step = 0; step < 2; ++step) {
+        o1.update(w1, g1, 1e-2, coef, 2);
+        auto clipped = g2;
+        clip_gradients(clipped, norm / 3, 1);
+        o2.update(w2, clipped, 1e-2, 1.0, 1);
+    }
+    const auto r1 = tensor_refs(w1), r2 = tensor_refs(w2);
+    double worst = 0;
+    for (std::size_t i = 0; i < r1.size(); ++i)
+        for (std::int64_t j = 0; j < r1[i].size; ++j) worst = std::max(worst, double(std::abs(r1[i].data[j] - r2[i].data[j])));
+    CHECK(worst <= 1e-7);  // the same float operations; at most a contraction into an FMA differs
+    CHECK(tensor_refs(o1.m())[0].data[0] != 0.0f);
+}
+
 TEST_CASE("cross-entropy: log V for uniform logits, masks, gradient rows", "[train][loss]") {
     const std::int64_t T = 6, V = 5;
     Mat<double> logits = Mat<double>::Constant(T, V, 0.7);

@@ -254,7 +254,10 @@ public:
         const double N = double(cfg_.loss.count(T_in) * B);
         std::vector<double> loss(B, 0.0);
         std::string fault;
-        for (auto& g : grads_) set_zero(g);
+        for (auto& g : grads_) {
+            const auto refs = tensor_refs(g);
+            for_each_chunk(tensor_chunks(refs), tail_threads_, [&](std::size_t, const TensorChunk& c) { chunk_of(refs[c.tensor], c).setZero(); });
+        }
         const std::uint64_t epoch = model::new_matmul_epoch();
         auto one = [&](std::int64_t b, std::size_t slot) {
             // Thread-local: set on the thread that runs b. One epoch per step: the weights change only
@@ -291,7 +294,10 @@ public:
             for (std::int64_t b = 0; b < B; ++b) one(b, 0);
         }
         if (!fault.empty()) throw Error(fault);
-        for (std::size_t i = 1; i < grads_.size(); ++i) add_gradients(grads_[0], grads_[i]);
+        // The workers' gradients summed into grads_[0] and its norm, then AdamW with the clipping folded in.
+        std::vector<model::Weights<T>*> others;
+        for (std::size_t i = 1; i < grads_.size(); ++i) others.push_back(&grads_[i]);
+        const double grad_norm = sum_gradients(grads_[0], others, tail_threads_);
 
         double sum = 0;
         for (double l : loss) sum += l;
@@ -299,11 +305,11 @@ public:
         r.step = step_;
         r.loss = sum / N;
         if (!std::isfinite(r.loss)) throw Error("non-finite loss at step " + std::to_string(step_) + ": " + std::to_string(r.loss));
-        r.grad_norm = clip_gradients(grads_[0], cfg_.optim.grad_clip);
+        r.grad_norm = grad_norm;
         if (!std::isfinite(r.grad_norm))
             throw Error("non-finite gradient at step " + std::to_string(step_) + ": parameter " + first_nonfinite_parameter(grads_[0]));
         r.lr = learning_rate(cfg_.optim, step_);
-        opt_.update(w_, grads_[0], r.lr);
+        opt_.update(w_, grads_[0], r.lr, clip_coefficient(grad_norm, cfg_.optim.grad_clip), tail_threads_);
         ++step_;
         r.tokens = B * T_in;
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -340,6 +346,7 @@ private:
         // The trainer owns the process's threads: in gemm mode every OpenMP region (Eigen's GEMMs, the
         // per-head loops) gets `avail`; with one sequence thread the inner regions must not fan out
         // either (a second thread would only spin at their barriers).
+        tail_threads_ = avail;
         Eigen::setNbThreads(cfg_.parallel == Parallelism::gemm ? avail : 1);
         if (cfg_.parallel == Parallelism::gemm) omp_set_num_threads(avail);
         else if (n == 1) omp_set_num_threads(1);
@@ -362,6 +369,7 @@ private:
     std::vector<model::Weights<T>> grads_;
     std::vector<std::unique_ptr<TapeRecorder<T>>> recorders_;
     std::vector<model::Mat<T>> dlogits_;
+    int tail_threads_ = 1;  // threads of the passes over all parameters (zeroing, gradient sum, AdamW)
 };
 
 // The run loop used by tools/train.cpp and the sweep: trains to cfg.steps from wherever `trainer` is,
