@@ -54,20 +54,25 @@ using model::Vec;
 //   dinp (T × in) += dout W;   dweight (out × in) += doutᵀ x;   dbias (out) += Σ_t dout[t]
 // dinp or dbias may be null (not wanted). Under MatmulPrecision::bf16 (float only) both products take
 // bf16 inputs and accumulate in float32, as PyTorch's autocast backward does; dbias stays a float sum.
+// `dinp_first`: dinp is this product's alone, so it is assigned (and sized) rather than accumulated —
+// the same numbers as zeroing it first, without the pass over memory that zeroing costs.
 template <class T>
 void linear_backward(Mat<T>* dinp, Mat<T>& dweight, Vec<T>* dbias, const Mat<T>& dout, const Mat<T>& inp,
-                     const Mat<T>& weight) {
+                     const Mat<T>& weight, bool dinp_first = false) {
+    if (dinp && dinp_first) dinp->resize(dout.rows(), weight.cols());
     if constexpr (std::is_same_v<T, float>) {
         if (model::products_in_bf16<T>()) {
             model::bf16_matmul(dweight.data(), dweight.cols(), model::matrix_ref(dout).transposed(), model::matrix_ref(inp), true);
             if (dbias && dbias->size()) dbias->noalias() += dout.colwise().sum().transpose();
-            if (dinp) model::bf16_matmul(dinp->data(), dinp->cols(), model::matrix_ref(dout), model::matrix_ref(weight), true, true);
+            if (dinp)
+                model::bf16_matmul(dinp->data(), dinp->cols(), model::matrix_ref(dout), model::matrix_ref(weight), !dinp_first, true);
             return;
         }
     }
     dweight.noalias() += dout.transpose() * inp;
     if (dbias && dbias->size()) dbias->noalias() += dout.colwise().sum().transpose();
-    if (dinp) dinp->noalias() += dout * weight;
+    if (dinp && dinp_first) dinp->noalias() = dout * weight;
+    else if (dinp) dinp->noalias() += dout * weight;
 }
 
 }  // namespace sinkscope::train

@@ -81,16 +81,17 @@ void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double
     const std::int64_t r = rotary_dim > 0 ? rotary_dim : head_dim, half = r / 2;
     const RopeTable<T>& tab = rope_table<T>(x.rows(), r, base, offset, rope_freq_divisors);
     parallel_rows(x.rows(), x.cols() * std::int64_t(sizeof(T)), [&](std::int64_t first, std::int64_t end) {
+        // Frequencies innermost: with the half-split layout a and b are then two contiguous runs (vectorised).
+        const std::int64_t step = layout == RopeLayout::interleaved ? 2 : 1, b_at = layout == RopeLayout::interleaved ? 1 : half;
         for (Eigen::Index t = first; t < end; ++t) {
-            for (std::int64_t i = 0; i < half; ++i) {
-                const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];
-                for (std::int64_t h = 0; h < n_heads; ++h) {
-                    T* head = x.row(t).data() + h * head_dim;
-                    const std::int64_t ia = layout == RopeLayout::interleaved ? 2 * i : i;
-                    const std::int64_t ib = layout == RopeLayout::interleaved ? 2 * i + 1 : i + half;
-                    const T a = head[ia], b = head[ib];
-                    head[ia] = a * c - b * s;
-                    head[ib] = a * s + b * c;
+            const T* cs = tab.cos.data() + t * half;
+            const T* sn = tab.sin.data() + t * half;
+            for (std::int64_t h = 0; h < n_heads; ++h) {
+                T* head = x.row(t).data() + h * head_dim;
+                for (std::int64_t i = 0; i < half; ++i) {
+                    const T a = head[i * step], b = head[i * step + b_at];
+                    head[i * step] = a * cs[i] - b * sn[i];
+                    head[i * step + b_at] = a * sn[i] + b * cs[i];
                 }
             }
         }
@@ -112,18 +113,20 @@ void rope_backward(Mat<T>& dx, std::int64_t n_heads, std::int64_t head_dim, doub
                    std::int64_t offset = 0) {
     const std::int64_t half = head_dim / 2;
     const model::RopeTable<T>& tab = model::rope_table<T>(dx.rows(), head_dim, base, offset);  // rope_forward's θ
-    for (Eigen::Index t = 0; t < dx.rows(); ++t)
-        for (std::int64_t i = 0; i < half; ++i) {
-            const T c = tab.cos[std::size_t(t * half + i)], s = tab.sin[std::size_t(t * half + i)];
-            const std::int64_t ia = layout == model::RopeLayout::interleaved ? 2 * i : i;
-            const std::int64_t ib = layout == model::RopeLayout::interleaved ? 2 * i + 1 : i + half;
-            for (std::int64_t h = 0; h < n_heads; ++h) {
-                T* head = dx.row(t).data() + h * head_dim;
-                const T da = head[ia], db = head[ib];
-                head[ia] = da * c + db * s;
-                head[ib] = -da * s + db * c;
+    const std::int64_t step = layout == model::RopeLayout::interleaved ? 2 : 1;
+    const std::int64_t b_at = layout == model::RopeLayout::interleaved ? 1 : half;
+    for (Eigen::Index t = 0; t < dx.rows(); ++t) {
+        const T* cs = tab.cos.data() + t * half;
+        const T* sn = tab.sin.data() + t * half;
+        for (std::int64_t h = 0; h < n_heads; ++h) {
+            T* head = dx.row(t).data() + h * head_dim;
+            for (std::int64_t i = 0; i < half; ++i) {
+                const T da = head[i * step], db = head[i * step + b_at];
+                head[i * step] = da * cs[i] + db * sn[i];
+                head[i * step + b_at] = -da * sn[i] + db * cs[i];
             }
         }
+    }
 }
 
 }  // namespace sinkscope::train

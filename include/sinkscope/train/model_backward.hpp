@@ -97,8 +97,8 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     const bool bf16 = model::attention_in_bf16<T>();  // read here: the per-head workers do not have the setting
 
     // out = z W_Oᵀ + b_O
-    Mat<T> dz = Mat<T>::Zero(n, H * dh);  // (n, H·d_h)
-    linear_backward(&dz, dw.wo, &dw.bo, dout, tp.z, w.wo);
+    Mat<T> dz;  // (n, H·d_h)
+    linear_backward(&dz, dw.wo, &dw.bo, dout, tp.z, w.wo, /*dinp_first=*/true);
 
     if (c.gate != GateKind::none) {
         // z ⊙= σ(s):  s = inp W_gᵀ + b_g (conditional) or b_g (static); per head or per channel.
@@ -205,8 +205,8 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
     const std::int64_t n = inp.rows();
     switch (c.ffn) {
         case model::FfnKind::swiglu: {
-            Mat<T> dpost = Mat<T>::Zero(n, c.d_ff);
-            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post, w.w_down);
+            Mat<T> dpost;
+            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post, w.w_down, /*dinp_first=*/true);
             // hidden = act(gate) ⊙ up:   dgate = dhidden ⊙ up ⊙ act'(gate),   dup = dhidden ⊙ act(gate)
             Mat<T> dgate(n, c.d_ff), dup(n, c.d_ff);
             if (c.activation == model::Activation::silu) {
@@ -227,8 +227,8 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
             return;
         }
         case model::FfnKind::gelu: {
-            Mat<T> dpost = Mat<T>::Zero(n, c.d_ff);
-            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post, w.w_down);
+            Mat<T> dpost;
+            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post, w.w_down, /*dinp_first=*/true);
             Mat<T> dpre = Mat<T>::Zero(n, c.d_ff);
             activation_backward(dpre, dpost, tp.pre, c.activation);
             linear_backward(&dinp, dw.w_up, &dw.b_up, dpre, inp, w.w_up);
@@ -254,11 +254,22 @@ Mat<T> ffn_raw_output(const LayerTape<T>& tp, const model::LayerWeights<T>& w, c
     return out;
 }
 
+// forward: xn = N(m(x)), m the force-sink mask (model::detail::force_sink_input):  dx += ∂xn/∂x · dxn.
+// Without the mask (k = 0) the norm's backward accumulates straight into dx, with no (n × d) buffer.
+template <class T>
+void masked_norm_backward(Mat<T>& dx, model::NormWeights<T>& dw, const Mat<T>& dxn, const Mat<T>& x,
+                          const model::NormWeights<T>& w, const model::Config& c, Mat<T>& masked) {
+    if (c.force_sink_channels <= 0) return norm_backward(dx, dw, dxn, x, w, c.norm, c.norm_eps);
+    Mat<T> dm = Mat<T>::Zero(dx.rows(), dx.cols());
+    norm_backward(dm, dw, dxn, model::detail::force_sink_input(x, c, masked), w, c.norm, c.norm_eps);
+    force_sink_backward(dx, dm, c.force_sink_channels);
+}
+
 // One block backward. dx holds ∂L/∂resid_post on entry and ∂L/∂resid_pre on exit.
 template <class T>
 void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& tp, const model::LayerWeights<T>& w,
                     const model::Config& c) {
-    const std::int64_t n = dx.rows(), d = dx.cols(), k = c.force_sink_channels;
+    const std::int64_t n = dx.rows(), d = dx.cols();
     const bool ffn = c.ffn != model::FfnKind::none;
     Mat<T> masked;
     if (c.norm_placement == model::NormPlacement::post) {
@@ -288,10 +299,7 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
         }
         Mat<T> dxn = Mat<T>::Zero(n, d);
         ffn_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn2, w, c);
-        Mat<T> dm = Mat<T>::Zero(n, d);
-        norm_backward(dm, dw.ffn_norm, dxn, model::detail::force_sink_input(tp.resid_mid, c, masked), w.ffn_norm, c.norm,
-                      c.norm_eps);
-        force_sink_backward(dx, dm, k);
+        masked_norm_backward(dx, dw.ffn_norm, dxn, tp.resid_mid, w.ffn_norm, c, masked);
     }
     // h = x + [N₁ᵖ](Attn(N₁(m(x))))
     Mat<T> dsub;
@@ -301,10 +309,7 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
     }
     Mat<T> dxn = Mat<T>::Zero(n, d);
     attention_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn1, w, c);
-    Mat<T> dm = Mat<T>::Zero(n, d);
-    norm_backward(dm, dw.attn_norm, dxn, model::detail::force_sink_input(tp.resid_pre, c, masked), w.attn_norm, c.norm,
-                  c.norm_eps);
-    force_sink_backward(dx, dm, k);
+    masked_norm_backward(dx, dw.attn_norm, dxn, tp.resid_pre, w.attn_norm, c, masked);
 }
 
 }  // namespace detail
