@@ -125,6 +125,61 @@ void softmax_forward(Eigen::Ref<Mat<T>> pattern, const Eigen::Ref<const Mat<T>>&
     }
 }
 
+namespace detail {
+
+// Rows [r0, r0 + p.rows()) of head h's attention pattern over keys [lo, lo + p.cols()), the keys those
+// rows may see (lo: the window's start for the first row, else 0): scores q_h k_gᵀ·scale (soft-capped)
+// and the softmax of each row over its visible keys, with the slot term when `slot_scores` (H × T) is
+// given; keys a row may not see get 0. The arithmetic of attention_scores_forward + softmax_forward.
+template <class T, class PBlock>
+void causal_pattern_rows(PBlock&& p, const Mat<T>& q, const Mat<T>& k, std::int64_t h, std::int64_t g, std::int64_t dh,
+                         std::int64_t r0, std::int64_t lo, const ScoreRule& rule, T scale, const Mat<T>* slot_scores,
+                         bool bf16) {
+    const std::int64_t rows = p.rows(), keys = p.cols(), window = rule.window;
+    attention_product(p, q.block(r0, h * dh, rows, dh), k.block(lo, g * dh, keys, dh).transpose(), false, bf16, scale);
+    rule.cap(p);
+    for (std::int64_t t = r0; t < r0 + rows; ++t) {
+        const std::int64_t j0 = (window > 0 ? std::max<std::int64_t>(0, t - window + 1) : 0) - lo;
+        const std::int64_t j1 = t - lo + 1;  // keys [j0, j1) of the block are visible to t
+        auto row = p.row(t - r0);
+        auto live = row.segment(j0, j1 - j0).array();
+        T m = live.maxCoeff();
+        if (slot_scores) m = std::max(m, (*slot_scores)(h, t));
+        live = (live - m).exp();
+        T denom = live.sum();
+        if (slot_scores) denom += std::exp((*slot_scores)(h, t) - m);
+        live /= denom;
+        row.head(j0).setZero();
+        row.tail(keys - j1).setZero();
+    }
+}
+
+}  // namespace detail
+
+// The attention pattern of every head, (H·T × T) with head h at rows [h·T, h·T + T), computed the way
+// causal_attention_forward computes it: by blocks of query rows over the keys they may see, so neither
+// the (H·T × T) scores nor the masked upper triangle is ever computed. The same numbers as
+// attention_scores_forward + softmax_forward, for a caller that needs the pattern but not the scores.
+// q (T × H·d_h), k (T × G·d_h); `slot_scores` (H × T) or null as in causal_attention_forward.
+template <class T>
+void causal_pattern_forward(Mat<T>& pattern, const Mat<T>& q, const Mat<T>& k, std::int64_t n_heads, std::int64_t n_kv_heads,
+                            std::int64_t head_dim, ScoreRule rule, const Mat<T>* slot_scores, bool bf16) {
+    constexpr std::int64_t kQueryBlock = 128;
+    const std::int64_t n = q.rows(), group = n_heads / n_kv_heads, window = rule.window;
+    const T scale = rule.scale_for<T>(head_dim);
+    pattern.resize(n_heads * n, n);
+#pragma omp parallel for schedule(static) if (n_heads > 1)
+    for (std::int64_t h = 0; h < n_heads; ++h)
+        for (std::int64_t r0 = 0; r0 < n; r0 += kQueryBlock) {
+            const std::int64_t r1 = std::min(n, r0 + kQueryBlock), rows = r1 - r0;
+            const std::int64_t lo = window > 0 ? std::max<std::int64_t>(0, r0 - window + 1) : 0;
+            pattern.block(h * n + r0, 0, rows, lo).setZero();
+            pattern.block(h * n + r0, r1, rows, n - r1).setZero();
+            detail::causal_pattern_rows(pattern.block(h * n + r0, lo, rows, r1 - lo), q, k, h, h / group, head_dim, r0, lo,
+                                        rule, scale, slot_scores, bf16);
+        }
+}
+
 // Causal attention of every head without materialising the (H, T, T) scores and pattern, the same
 // arithmetic as attention_scores_forward + softmax_forward + z = p·v restricted to the keys a query may
 // see. Queries are taken in blocks of `kQueryBlock` rows; block [r0, r1) of head h reads keys [lo, r1),
@@ -155,22 +210,7 @@ void causal_attention_forward(Mat<T>& z, const Mat<T>& q, const Mat<T>& k, const
             const std::int64_t lo = window > 0 ? std::max<std::int64_t>(0, r0 - window + 1) : 0, keys = r1 - lo;
             const std::int64_t g = h / group;
             auto p = buffer.topLeftCorner(rows, keys);
-            attention_product(p, q.block(r0, h * dh, rows, dh), k.block(lo, g * dh, keys, dh).transpose(), false, bf16, scale);
-            rule.cap(p);
-            for (std::int64_t t = r0; t < r1; ++t) {
-                const std::int64_t j0 = (window > 0 ? std::max<std::int64_t>(0, t - window + 1) : 0) - lo;
-                const std::int64_t j1 = t - lo + 1;  // keys [j0, j1) of the block are visible to t
-                auto row = p.row(t - r0);
-                auto live = row.segment(j0, j1 - j0).array();
-                T m = live.maxCoeff();
-                if (slot_scores) m = std::max(m, (*slot_scores)(h, t));
-                live = (live - m).exp();
-                T denom = live.sum();
-                if (slot_scores) denom += std::exp((*slot_scores)(h, t) - m);
-                live /= denom;
-                row.head(j0).setZero();
-                row.tail(keys - j1).setZero();
-            }
+            detail::causal_pattern_rows(p, q, k, h, g, dh, r0, lo, rule, scale, slot_scores, bf16);
             auto zh = z.block(r0, h * dh, rows, dh);
             attention_product(zh, p, v.block(lo, g * dh, keys, dh), false, bf16);
             if (slot_value) {

@@ -270,7 +270,7 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
     if (hook.wants(names[HookId::attn_scores]) || hook.wants(names[HookId::pattern])) {
         Mat<T>& scores = s.scores;    // (H, T, T), or (B, H, T, T)
         Mat<T>& pattern = s.pattern;  // (H, T, T), or (B, H, T, T)
-        scores.resize(B * H * P, P);
+        if (batched || hook.wants(names[HookId::attn_scores])) scores.resize(B * H * P, P);
         pattern.resize(B * H * P, P);
         if (batched) { scores.setConstant(-std::numeric_limits<T>::infinity()); pattern.setZero(); }
         const bool bf16 = attention_in_bf16<T>();  // read here: the per-head workers do not have the setting
@@ -279,22 +279,29 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
             const std::int64_t len = hook.length(b, n);
             return m.block((b * H + h) * P, 0, len, len);
         };
-        for (std::int64_t b = 0; b < B; ++b) {
-            const Mat<T>& qb = rows_of(q, b, s.qb);
-            const Mat<T>& kb = rows_of(k, b, s.kb);
+        if (!batched && !hook.wants(names[HookId::attn_scores])) {
+            // Only the pattern is asked for (training's tape): computed by query blocks over the keys each
+            // may see, without the scores matrix or the masked half (the same numbers).
+            make_slot_scores(q);
+            causal_pattern_forward(pattern, q, k, H, G, dh, rule, has_slot ? &slot_scores : nullptr, bf16);
+        } else {
+            for (std::int64_t b = 0; b < B; ++b) {
+                const Mat<T>& qb = rows_of(q, b, s.qb);
+                const Mat<T>& kb = rows_of(k, b, s.kb);
 #pragma omp parallel for schedule(static) if (H > 1)
-            for (std::int64_t h = 0; h < H; ++h)
-                attention_scores_forward<T>(head_block(scores, b, h), qb.middleCols(h * dh, dh),
-                                            kb.middleCols((h / group) * dh, dh), rule, bf16);
-        }
-        if (batched) hook.exact(names[HookId::attn_scores], scores.data(), {B, H, P, P});
-        else hook.exact(names[HookId::attn_scores], scores.data(), {H, n, n});
-        for (std::int64_t b = 0; b < B; ++b) {
-            make_slot_scores(rows_of(q, b, s.qb));
+                for (std::int64_t h = 0; h < H; ++h)
+                    attention_scores_forward<T>(head_block(scores, b, h), qb.middleCols(h * dh, dh),
+                                                kb.middleCols((h / group) * dh, dh), rule, bf16);
+            }
+            if (batched) hook.exact(names[HookId::attn_scores], scores.data(), {B, H, P, P});
+            else hook.exact(names[HookId::attn_scores], scores.data(), {H, n, n});
+            for (std::int64_t b = 0; b < B; ++b) {
+                make_slot_scores(rows_of(q, b, s.qb));
 #pragma omp parallel for schedule(static) if (H > 1)
-            for (std::int64_t h = 0; h < H; ++h)
-                softmax_forward<T>(head_block(pattern, b, h), head_block(scores, b, h),
-                                   has_slot ? slot_scores.row(h).data() : nullptr);
+                for (std::int64_t h = 0; h < H; ++h)
+                    softmax_forward<T>(head_block(pattern, b, h), head_block(scores, b, h),
+                                       has_slot ? slot_scores.row(h).data() : nullptr);
+            }
         }
         if (batched) hook.exact(names[HookId::pattern], pattern.data(), {B, H, P, P});
         else hook.exact(names[HookId::pattern], pattern.data(), {H, n, n});
