@@ -12,11 +12,12 @@
 //
 // The Bigram-Backcopy sink demonstration (Guo et al.'s setting scaled to a CPU: LayerNorm pre-norm,
 // learned positions, GELU FFN, one head per layer, untied head, AdamW β₂ 0.99, weight decay 1e-4),
-// about 5 minutes on 2 cores:
-//   sinkscope-train --task bigram-backcopy --n-tokens 64 --triggers 3 --seq-len 128 --layers 2 --d-model 64 \
-//     --heads 1 --untied --norm layernorm --norm-bias --positions learned --ffn gelu --activation gelu_erf \
-//     --beta2 0.99 --weight-decay 1e-4 --batch 32 --lr 3e-3 --warmup 50 --steps 3000 --checkpoint-every 250 \
-//     --out runs/bigram_backcopy
+// about 5 minutes on 2 cores (a block comment, so that the shell's line continuations stay as they are):
+/*   sinkscope-train --task bigram-backcopy --n-tokens 64 --triggers 3 --seq-len 128 --layers 2 --d-model 64 \
+       --heads 1 --untied --norm layernorm --norm-bias --positions learned --ffn gelu --activation gelu_erf \
+       --beta2 0.99 --weight-decay 1e-4 --batch 32 --lr 3e-3 --warmup 50 --steps 3000 --checkpoint-every 250 \
+       --out runs/bigram_backcopy
+*/
 // It ends with the trace table (sink rate, α₀, top-3 |x|, ‖x₀‖ per layer) and the copy / bigram losses
 // against their Bayes optima; trace.csv has the same numbers at every checkpoint.
 #include <CLI/CLI.hpp>

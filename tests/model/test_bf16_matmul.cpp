@@ -18,6 +18,7 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "seeded_property.hpp"
 
@@ -232,6 +233,41 @@ TEST_CASE("bf16 weight copies are reused within an epoch, for W and Wᵀ alike, 
         W *= 2.0f;
         CHECK(products(true).first == MatF(2.0f * fresh.first));
     }
+}
+
+TEST_CASE("ScopedBf16Reuse: one conversion serves m and mᵀ, an operand of another shape at m's address converts afresh", "[model]") {
+    if (!bf16_matmul_available()) { WARN("built without oneDNN: no bf16 products to test"); return; }
+    std::mt19937_64 rng(17);
+    MatF dout = random_matrix(rng, 9, 12, 0);
+    const MatF x = random_matrix(rng, 9, 20, 0), W = random_matrix(rng, 12, 20, 0);
+    auto products = [&] {  // a linear layer's backward: dW = doutᵀ x and dX = dout W, both reading dout
+        MatF dw(12, 20), dx(9, 20);
+        bf16_matmul(dw.data(), 20, matrix_ref(dout).transposed(), matrix_ref(x), false);
+        bf16_matmul(dx.data(), 20, matrix_ref(dout), matrix_ref(W), false);
+        return std::make_pair(dw, dx);
+    };
+    auto top_rows = [&] {  // dout's top 4 × 12 block starts at dout's address with another shape
+        MatF part(4, 20);
+        bf16_matmul(part.data(), 20, matrix_ref(dout.topRows(4)), matrix_ref(W), false);
+        return part;
+    };
+    const auto plain = products();
+    const MatF plain_part = top_rows();
+    {
+        const ScopedBf16Reuse reuse(dout);
+        const auto kept = products(), again = products();
+        CHECK(kept.first == plain.first);
+        CHECK(kept.second == plain.second);
+        CHECK(again.first == plain.first);
+        CHECK(again.second == plain.second);
+        dout *= 2.0f;  // changing m inside the scope breaks the contract: the kept bits are the old ones …
+        CHECK(products().second == plain.second);
+        CHECK(top_rows() == MatF(2.0f * plain_part));  // … but an operand of another shape is converted again
+    }
+    // Once the scope ends, dout is converted again for every product.
+    const auto after = products();
+    CHECK(after.first == MatF(2.0f * plain.first));  // doubling is exact in bf16 and float
+    CHECK(after.second == MatF(2.0f * plain.second));
 }
 
 TEST_CASE("the attention's products in bf16: blocks of larger matrices, transposes, scale and accumulation", "[model]") {

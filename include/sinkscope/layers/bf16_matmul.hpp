@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
@@ -41,6 +42,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
@@ -166,23 +168,62 @@ inline void pack_bf16(std::vector<std::uint16_t>& out, const MatrixRef& m, bool&
     });
 }
 
-#ifdef SINKSCOPE_HAVE_ONEDNN
+// A bf16 copy of a float matrix kept for several products, in the matrix's storage order: it serves the
+// matrix and its transpose (the forward's Wᵀ and the backward's W; dout in dout·W and doutᵀ·x).
+struct KeptBf16 {
+    MatrixRef source{};
+    bool transposed = false;
+    std::vector<std::uint16_t> bits;
+};
+inline bool same_layout(const MatrixRef& x, const MatrixRef& y) {
+    return x.rows == y.rows && x.cols == y.cols && x.row_stride == y.row_stride && x.col_stride == y.col_stride;
+}
+// The bits of `m` from `copy`, converting m into it unless it already holds m or mᵀ; `transposed` as pack_bf16's.
+inline const std::uint16_t* kept_bits(KeptBf16& copy, const MatrixRef& m, bool& transposed) {
+    if (copy.bits.empty() || !(same_layout(copy.source, m) || same_layout(copy.source.transposed(), m))) {
+        copy.source = m;
+        pack_bf16(copy.bits, m, copy.transposed);
+    }
+    transposed = same_layout(copy.source, m) ? copy.transposed : !copy.transposed;
+    return copy.bits.data();
+}
+
 struct OneDnn {
+#ifdef SINKSCOPE_HAVE_ONEDNN
     dnnl::engine engine{dnnl::engine::kind::cpu, 0};
     dnnl::stream stream{engine};
-    // Primitives by (M, N, K, ldc, accumulate, A transposed, B transposed): creating one costs tens of µs, as much as a small product.
-    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, bool>, dnnl::matmul> cache;
+    // Primitives by (M, N, K, ldc, accumulate, A transposed, B transposed): creating one costs tens of µs,
+    // as much as a small product. Each keeps its three memory objects, which a product points at its
+    // operands (set_data_handle) instead of creating them again (a few µs per product otherwise).
+    struct Product {
+        dnnl::matmul matmul;
+        dnnl::memory a, b, c;
+        std::unordered_map<int, dnnl::memory> args;  // handles of a, b and c (the same objects), built once
+    };
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, bool>, Product> cache;
+#endif
     std::vector<std::uint16_t> a, b;
     // bf16 copies of weight operands in the current epoch, by address (cleared when the epoch changes).
-    struct WeightCopy { MatrixRef source; bool transposed; std::vector<std::uint16_t> bits; };
     std::uint64_t epoch = 0;
-    std::map<const float*, WeightCopy> weights;
+    std::map<const float*, KeptBf16> weights;
+    // Activations that ScopedBf16Reuse declared unchanging for a while, by address; their copies are made
+    // on first use.
+    std::vector<std::pair<const float*, KeptBf16>> reused;
+    std::vector<std::vector<std::uint16_t>> spare;  // buffers of ended reuse scopes, kept for the next ones
 };
 inline OneDnn& onednn() {
     thread_local OneDnn o;
     return o;
 }
-#endif
+
+// The bits of operand `m` (packed into `scratch`, or a kept copy when m is declared reused), and whether
+// they are stored transposed.
+inline const std::uint16_t* operand_bits(OneDnn& o, std::vector<std::uint16_t>& scratch, const MatrixRef& m, bool& transposed) {
+    for (auto it = o.reused.rbegin(); it != o.reused.rend(); ++it)
+        if (it->first == m.data) return kept_bits(it->second, m, transposed);
+    pack_bf16(scratch, m, transposed);
+    return scratch.data();
+}
 
 #ifdef SINKSCOPE_HAVE_ONEDNN
 // C (M × N, rows of stride ldc) = / += A · B with both operands already bf16 bits: A (M × K) row-major, or
@@ -206,11 +247,16 @@ inline void run_bf16_matmul(OneDnn& o, float* C, std::int64_t ldc, const std::ui
         }
         // oneDNN 2.x: operation descriptor, then primitive descriptor (the 3.x API folds them together).
         const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, o.engine);
-        it = o.cache.emplace(key, dnnl::matmul(pd)).first;
+        OneDnn::Product p{dnnl::matmul(pd), memory(ad, o.engine, DNNL_MEMORY_NONE), memory(bd, o.engine, DNNL_MEMORY_NONE),
+                          memory(cd, o.engine, DNNL_MEMORY_NONE), {}};
+        p.args = {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
+        it = o.cache.emplace(key, std::move(p)).first;
     }
-    memory am(ad, o.engine, const_cast<std::uint16_t*>(a_bits)), bm(bd, o.engine, const_cast<std::uint16_t*>(b_bits));
-    memory cm(cd, o.engine, C);
-    it->second.execute(o.stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    OneDnn::Product& p = it->second;
+    p.a.set_data_handle(const_cast<std::uint16_t*>(a_bits));
+    p.b.set_data_handle(const_cast<std::uint16_t*>(b_bits));
+    p.c.set_data_handle(C);
+    p.matmul.execute(o.stream, p.args);
     o.stream.wait();
 }
 #endif
@@ -228,6 +274,45 @@ inline void empty_product(float* C, std::int64_t ldc, std::int64_t M, std::int64
 
 }  // namespace detail
 
+// Declares, on this thread and while it lives, that the float matrix `m` (alive for the whole scope)
+// will not change: bf16 products then convert it once and reuse the bits for every product whose operand
+// is m or mᵀ, e.g. the normalised input that W_Q, W_K and W_V multiply, or the output gradient that both
+// of a linear layer's backward products read. An operand that starts at m's address with another shape
+// is converted again (into the kept copy, replacing it), so it still gets its own values. Products under
+// float32 ignore it. Scopes nest; the innermost declaration of an address wins. Changing m while the
+// scope lives gives wrong products.
+class ScopedBf16Reuse {
+public:
+    template <class M>
+    explicit ScopedBf16Reuse(const M& m) {
+        if constexpr (!std::is_same_v<typename M::Scalar, float>) return;  // only float products run in bf16
+        else data_ = m.data();
+        detail::OneDnn& o = detail::onednn();
+        detail::KeptBf16 copy;
+        if (!o.spare.empty()) {  // reuse an ended scope's memory (empty bits: nothing converted yet)
+            copy.bits = std::move(o.spare.back());
+            copy.bits.clear();
+            o.spare.pop_back();
+        }
+        o.reused.push_back({data_, std::move(copy)});
+    }
+    ~ScopedBf16Reuse() {
+        if (!data_) return;
+        detail::OneDnn& o = detail::onednn();
+        for (auto it = o.reused.rbegin(); it != o.reused.rend(); ++it)
+            if (it->first == data_) {
+                o.spare.push_back(std::move(it->second.bits));
+                o.reused.erase(std::next(it).base());
+                break;
+            }
+    }
+    ScopedBf16Reuse(const ScopedBf16Reuse&) = delete;
+    ScopedBf16Reuse& operator=(const ScopedBf16Reuse&) = delete;
+
+private:
+    const float* data_ = nullptr;
+};
+
 // C (M × N, row-major float, contiguous rows of stride ldc ≥ N) = / += A (M × K) · B (K × N), A and B
 // rounded to bf16 (see the top of this file). b_is_weight: B is a weight matrix that does not change in
 // the thread's current epoch (ScopedMatmulPrecision), so its bf16 copy may be kept and reused.
@@ -241,27 +326,16 @@ inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const Ma
     detail::OneDnn& o = detail::onednn();
     if (K == 0) return detail::empty_product(C, ldc, M, N, accumulate);
     bool at = false, bt = false;
-    detail::pack_bf16(o.a, A, at);
+    const std::uint16_t* a_bits = detail::operand_bits(o, o.a, A, at);
     const std::uint16_t* b_bits = nullptr;
     const std::uint64_t epoch = matmul_setting_slot().epoch;
     if (b_is_weight && epoch != 0) {
         if (o.epoch != epoch) { o.weights.clear(); o.epoch = epoch; }
-        // The copy holds the matrix in its storage order, so W and Wᵀ (forward and backward) share it.
-        auto same = [](const MatrixRef& x, const MatrixRef& y) {
-            return x.rows == y.rows && x.cols == y.cols && x.row_stride == y.row_stride && x.col_stride == y.col_stride;
-        };
-        auto& copy = o.weights[B.data];
-        if (copy.bits.empty() || !(same(copy.source, B) || same(copy.source.transposed(), B))) {
-            copy.source = B;
-            detail::pack_bf16(copy.bits, B, copy.transposed);
-        }
-        bt = same(copy.source, B) ? copy.transposed : !copy.transposed;
-        b_bits = copy.bits.data();
+        b_bits = detail::kept_bits(o.weights[B.data], B, bt);
     } else {
-        detail::pack_bf16(o.b, B, bt);
-        b_bits = o.b.data();
+        b_bits = detail::operand_bits(o, o.b, B, bt);
     }
-    detail::run_bf16_matmul(o, C, ldc, o.a.data(), at, b_bits, bt, M, N, K, accumulate);
+    detail::run_bf16_matmul(o, C, ldc, a_bits, at, b_bits, bt, M, N, K, accumulate);
 #else
     (void)C; (void)ldc; (void)accumulate; (void)K; (void)b_is_weight;
     detail::no_onednn();
@@ -279,9 +353,9 @@ inline void bf16_matmul_weight_bits(float* C, std::int64_t ldc, const MatrixRef&
     detail::OneDnn& o = detail::onednn();
     if (K == 0) return detail::empty_product(C, ldc, M, N, accumulate);
     bool at = false;
-    detail::pack_bf16(o.a, A, at);
+    const std::uint16_t* a_bits = detail::operand_bits(o, o.a, A, at);
     // Wᵀ (K × N) is W's row-major storage read column-major: entry (k, n) at n·K + k.
-    detail::run_bf16_matmul(o, C, ldc, o.a.data(), at, w_bits, /*bt=*/true, M, N, K, accumulate);
+    detail::run_bf16_matmul(o, C, ldc, a_bits, at, w_bits, /*bt=*/true, M, N, K, accumulate);
 #else
     (void)C; (void)ldc; (void)w_bits; (void)accumulate;
     detail::no_onednn();

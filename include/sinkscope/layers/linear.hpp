@@ -62,6 +62,7 @@ void linear_backward(Mat<T>* dinp, Mat<T>& dweight, Vec<T>* dbias, const Mat<T>&
     if (dinp && dinp_first) dinp->resize(dout.rows(), weight.cols());
     if constexpr (std::is_same_v<T, float>) {
         if (model::products_in_bf16<T>()) {
+            const model::ScopedBf16Reuse reuse(dout);  // doutᵀ·x and dout·W read the same bf16 bits
             model::bf16_matmul(dweight.data(), dweight.cols(), model::matrix_ref(dout).transposed(), model::matrix_ref(inp), true);
             if (dbias && dbias->size()) dbias->noalias() += dout.colwise().sum().transpose();
             if (dinp)

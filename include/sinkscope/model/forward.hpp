@@ -214,9 +214,12 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
     Mat<T>& q = s.q;
     Mat<T>& k = s.k;
     Mat<T>& v = s.v;
-    linear_weight(q, xn, w.wq, w.wq_file, w.bq, w.compute);  // (T, H·d_h)
-    linear_weight(k, xn, w.wk, w.wk_file, w.bk, w.compute);  // (T, G·d_h)
-    linear_weight(v, xn, w.wv, w.wv_file, w.bv, w.compute);  // (T, G·d_h)
+    {
+        const ScopedBf16Reuse reuse(xn);  // in bf16, xn is converted once for the three products
+        linear_weight(q, xn, w.wq, w.wq_file, w.bq, w.compute);  // (T, H·d_h)
+        linear_weight(k, xn, w.wk, w.wk_file, w.bk, w.compute);  // (T, G·d_h)
+        linear_weight(v, xn, w.wv, w.wv_file, w.bv, w.compute);  // (T, G·d_h)
+    }
     if (c.qk_norm && c.qk_norm_scope == QkNormScope::head) {
         head_rmsnorm_forward(q, w.q_norm, H, dh, c.norm_eps);
         head_rmsnorm_forward(k, w.k_norm, G, dh, c.norm_eps);
@@ -361,8 +364,11 @@ void ffn_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, 
             Mat<T>& gate = s.gate;
             Mat<T>& up = s.up;
             Mat<T>& hidden = s.hidden;
-            linear_weight(gate, xn, w.w_gate, w.w_gate_file, no_bias, w.compute);  // (T, d_ff)
-            linear_weight(up, xn, w.w_up, w.w_up_file, w.b_up, w.compute);       // (T, d_ff)
+            {
+                const ScopedBf16Reuse reuse(xn);  // in bf16, xn is converted once for both products
+                linear_weight(gate, xn, w.w_gate, w.w_gate_file, no_bias, w.compute);  // (T, d_ff)
+                linear_weight(up, xn, w.w_up, w.w_up_file, w.b_up, w.compute);       // (T, d_ff)
+            }
             hook(names[HookId::mlp_pre], gate.data(), {n, c.d_ff});
             hook(names[HookId::mlp_pre_linear], up.data(), {n, c.d_ff});
             activation_forward(hidden, gate, c.activation);

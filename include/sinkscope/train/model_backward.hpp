@@ -153,6 +153,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                 auto dPb = dP.topLeftCorner(rows, kw);
                 auto dSb = dS.topLeftCorner(rows, kw);
                 // z_h = P_h v_g:   dP = dz_h v_gᵀ,   dv_g += P_hᵀ dz_h
+                const model::ScopedBf16Reuse reuse_dz(dzh);
                 model::attention_product(dPb, dzh, vg.middleRows(k0, kw).transpose(), false, bf16);
                 model::attention_product(dv.block(k0, g * dh, kw, dh), P.transpose(), dzh, true, bf16);
                 if (kv_bias) {
@@ -167,6 +168,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                                     has_slot);
                 // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
                 dSb *= scale;
+                const model::ScopedBf16Reuse reuse_ds(dSb);
                 model::attention_product(dq.block(r0, h * dh, rows, dh), dSb, kg.middleRows(k0, kw), true, bf16);
                 model::attention_product(dk.block(k0, g * dh, kw, dh), dSb.transpose(), tp.q.block(r0, h * dh, rows, dh), true, bf16);
                 if (kv_bias) {
@@ -194,6 +196,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
         dq.swap(dq_raw);
         dk.swap(dk_raw);
     }
+    const model::ScopedBf16Reuse reuse(inp);  // in bf16, inp is converted once for the three dW products
     linear_backward(&dinp, dw.wq, &dw.bq, dq, inp, w.wq);
     linear_backward(&dinp, dw.wk, &dw.bk, dk, inp, w.wk);
     linear_backward(&dinp, dw.wv, &dw.bv, dv, inp, w.wv);
@@ -213,11 +216,16 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
             // hidden = act(gate) ⊙ up:   dgate = dhidden ⊙ up ⊙ act'(gate),   dup = dhidden ⊙ act(gate)
             Mat<T> dgate(n, c.d_ff), dup(n, c.d_ff);
             if (c.activation == model::Activation::silu) {
-                // σ once, with Eigen's vectorised exp: silu = x σ,  silu' = σ (1 + x (1 − σ))
-                const auto x = tp.pre.array();
-                const Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> sg = (T(1) + (-x).exp()).inverse();
-                dup.array() = dpost.array() * x * sg;
-                dgate.array() = dpost.array() * tp.pre_linear.array() * sg * (T(1) + x * (T(1) - sg));
+                // σ once per entry, with Eigen's vectorised exp: silu = x σ,  silu' = σ (1 + x (1 − σ)).
+                // Row by row, so that σ stays in cache between its two uses (no (n × d_ff) buffer).
+                Eigen::Array<T, 1, Eigen::Dynamic> sg(c.d_ff);
+                for (std::int64_t t = 0; t < n; ++t) {
+                    const auto x = tp.pre.row(t).array();
+                    const auto dh = dpost.row(t).array();
+                    sg = (T(1) + (-x).exp()).inverse();
+                    dup.row(t).array() = dh * x * sg;
+                    dgate.row(t).array() = dh * tp.pre_linear.row(t).array() * sg * (T(1) + x * (T(1) - sg));
+                }
             } else {
                 Mat<T> act;
                 model::activation_forward(act, tp.pre, c.activation);
@@ -225,6 +233,7 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
                 activation_backward(dgate, Mat<T>(dpost.cwiseProduct(tp.pre_linear)), tp.pre, c.activation);
                 dup = dpost.cwiseProduct(act);
             }
+            const model::ScopedBf16Reuse reuse(inp);  // in bf16, inp is converted once for both dW products
             linear_backward<T>(&dinp, dw.w_gate, nullptr, dgate, inp, w.w_gate);
             linear_backward(&dinp, dw.w_up, &dw.b_up, dup, inp, w.w_up);
             return;

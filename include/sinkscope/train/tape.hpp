@@ -4,8 +4,8 @@
 // copies the activations the backward pass reads into a Tape, under their TransformerLens names:
 //
 //   resid_pre, ln1.hook_normalized, attn.hook_rot_q / rot_k (RoPE) or hook_q / hook_k, attn.hook_v,
-//   attn.hook_pattern, attn.hook_gate, attn.hook_z, hook_attn_out, hook_resid_mid, ln2.hook_normalized,
-//   mlp.hook_pre / pre_linear / post, hook_mlp_out, the last hook_resid_post, ln_final.hook_normalized,
+//   attn.hook_pattern, attn.hook_gate, attn.hook_z, hook_attn_out (post-norm), hook_resid_mid, ln2.hook_normalized,
+//   mlp.hook_pre / pre_linear / post, hook_mlp_out (post-norm), the last hook_resid_post, ln_final.hook_normalized,
 //   logits.
 //
 // Why this design (rather than a second, training-only forward): the model the interpretability
@@ -46,11 +46,11 @@ struct LayerTape {
     Mat<T> pattern;     // (H·n, n)      attention weights
     Mat<T> gate;        // (n, H) or (n, H·d_h)  sigmoid gate (gated attention only)
     Mat<T> z;           // (n, H·d_h)    gated pattern·V, the input of W_O
-    Mat<T> attn_out;    // (n, d)
+    Mat<T> attn_out;    // (n, d)        post-norm only (empty otherwise)
     Mat<T> resid_mid;   // (n, d)
     Mat<T> xn2;         // (n, d)        ln2.hook_normalized (post-norm: the block's resid_post)
     Mat<T> pre, pre_linear, post;  // (n, d_ff) FFN gate pre-activation / up projection / hidden
-    Mat<T> mlp_out;     // (n, d)
+    Mat<T> mlp_out;     // (n, d)        post-norm only (empty otherwise)
 };
 
 template <class T>
@@ -85,7 +85,10 @@ public:
             capture(names[model::HookId::pattern], L.pattern, /*cols_from_last=*/true);
             if (c.gate != model::GateKind::none) capture(names[model::HookId::gate], L.gate);
             capture(names[model::HookId::z], L.z);
-            capture(names[model::HookId::attn_out], L.attn_out);
+            // The sub-layer outputs only enter the post-norm backward (N(x + F(x)) needs x + F(x)).
+            const bool post = c.norm_placement == model::NormPlacement::post;
+            if (post) capture(names[model::HookId::attn_out], L.attn_out);
+            else check_only(names[model::HookId::attn_out]);
             capture(names[model::HookId::resid_mid], L.resid_mid, false, true);
             if (c.ffn != model::FfnKind::none) {
                 capture(names[model::HookId::ln2], L.xn2);
@@ -94,7 +97,8 @@ public:
                     capture(names[model::HookId::mlp_post], L.post);
                 }
                 if (c.ffn == model::FfnKind::swiglu) capture(names[model::HookId::mlp_pre_linear], L.pre_linear);
-                capture(names[model::HookId::mlp_out], L.mlp_out);
+                if (post) capture(names[model::HookId::mlp_out], L.mlp_out);
+                else check_only(names[model::HookId::mlp_out]);
             }
             if (l == c.n_layers - 1) capture(names[model::HookId::resid_post], tape_.final_in, false, true);
         }
@@ -125,6 +129,12 @@ private:
     void check(const std::string& name, const T* data, std::int64_t size) {
         if (check_ == FiniteCheck::none || !tape_.nonfinite.empty()) return;
         if (!Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(data, size).allFinite()) tape_.nonfinite = name;
+    }
+    // An activation the backward does not read: checked under FiniteCheck::all (to name the operation
+    // that made a NaN), never copied.
+    void check_only(const std::string& name) {
+        if (check_ == FiniteCheck::all)
+            hooks_.add(name, [this](const std::string& nm, model::ActivationRef<T>& x) { check(nm, x.data, x.size()); });
     }
     void capture(const std::string& name, Mat<T>& dst, bool cols_from_last = false, bool sentinel = false) {
         const bool checked = check_ == FiniteCheck::all || (check_ == FiniteCheck::sentinels && sentinel);
