@@ -81,6 +81,12 @@ TEST_CASE("the step's fused passes: gradient sum with its norm, clipping folded 
             direct += double(pr[i].data[j]) * double(pr[i].data[j]);
         }
     CHECK(norm == Approx(std::sqrt(direct)).epsilon(1e-12));
+    {  // zero_others: the same sum, and the others are left zero
+        auto acc = a, other = b;
+        CHECK(sum_gradients(acc, {&other}, 2, /*zero_others=*/true) == norm);
+        CHECK(gradient_norm(other) == 0.0);
+        CHECK(gradient_norm(acc) == Approx(norm).epsilon(1e-12));
+    }
     // The norm is the same double for 1 and 2 threads, and for chunks of any size the sum is exact to rounding.
     CHECK(gradient_norm(plain, 1) == gradient_norm(plain, 2));
     {
@@ -113,6 +119,17 @@ TEST_CASE("the step's fused passes: gradient sum with its norm, clipping folded 
     for (std::size_t i = 0; i < r1.size(); ++i)
         for (std::int64_t j = 0; j < r1[i].size; ++j) worst = std::max(worst, double(std::abs(r1[i].data[j] - r2[i].data[j])));
     CHECK(worst <= 1e-7);  // the same float operations; at most a contraction into an FMA differs
+    {  // zero_gradients: the same update, and g is left zero
+        auto w3 = w0, w4 = w0, g3 = plain, g4 = plain;
+        AdamW<float> o3(o, w3), o4(o, w4);
+        o3.update(w3, g3, 1e-2, coef, 2, /*zero_gradients=*/true);
+        o4.update(w4, g4, 1e-2, coef, 2);
+        CHECK(gradient_norm(g3) == 0.0);
+        CHECK(gradient_norm(g4) == gradient_norm(plain));
+        const auto r3 = tensor_refs(w3), r4 = tensor_refs(w4);
+        for (std::size_t i = 0; i < r3.size(); ++i)
+            for (std::int64_t j = 0; j < r3[i].size; ++j) REQUIRE(r3[i].data[j] == r4[i].data[j]);
+    }
     CHECK(tensor_refs(o1.m())[0].data[0] != 0.0f);
 }
 

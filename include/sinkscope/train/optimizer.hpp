@@ -141,9 +141,12 @@ double clip_gradients(model::Weights<T>& g, double max_norm, int threads = 0) {
 }
 
 // acc += Σ others (same structure), then returns ‖acc‖: the data-parallel reduction of a step and the
-// norm that clipping needs, in one pass over the gradients.
+// norm that clipping needs, in one pass over the gradients. `zero_others` leaves the others zero (ready
+// for the next step's accumulation: each chunk is cleared while it is in cache, instead of in a pass of
+// its own).
 template <class T>
-double sum_gradients(model::Weights<T>& acc, std::vector<model::Weights<T>*> others, int threads = 0) {
+double sum_gradients(model::Weights<T>& acc, std::vector<model::Weights<T>*> others, int threads = 0,
+                     bool zero_others = false) {
     const auto a = tensor_refs(acc);
     std::vector<std::vector<TensorRef<T>>> b;
     for (auto* o : others) {
@@ -156,7 +159,11 @@ double sum_gradients(model::Weights<T>& acc, std::vector<model::Weights<T>*> oth
     std::vector<double> part(chunks.size());
     for_each_chunk(chunks, threads, [&](std::size_t i, const TensorChunk& c) {
         auto x = chunk_of(a[c.tensor], c);
-        for (const auto& o : b) x += chunk_of(o[c.tensor], c);
+        for (const auto& o : b) {
+            auto y = chunk_of(o[c.tensor], c);
+            x += y;
+            if (zero_others) y.setZero();
+        }
         part[i] = x.template cast<double>().square().sum();
     });
     double s = 0;
@@ -174,7 +181,9 @@ public:
     // a clipping coefficient, clip_coefficient, applied here instead of in a pass of its own: the same
     // float product g·scale that clip_gradients would store). Increments step(). The tensors are split
     // into chunks over `threads` OpenMP threads (0: OpenMP's default); each entry's arithmetic is the same.
-    void update(model::Weights<T>& w, model::Weights<T>& g, double lr, double grad_scale = 1.0, int threads = 0) {
+    // `zero_gradients` leaves g zero (cleared chunk by chunk after use, for the next step's accumulation).
+    void update(model::Weights<T>& w, model::Weights<T>& g, double lr, double grad_scale = 1.0, int threads = 0,
+                bool zero_gradients = false) {
         ++step_;
         const double bc1 = 1.0 - std::pow(o_.beta1, double(step_));
         const double bc2 = 1.0 - std::pow(o_.beta2, double(step_));
@@ -189,7 +198,7 @@ public:
         const T keep = T(1.0 - lr * o_.weight_decay);
         for_each_chunk(tensor_chunks(P), threads, [&](std::size_t, const TensorChunk& c) {
             auto p = chunk_of(P[c.tensor], c), m = chunk_of(M[c.tensor], c), v = chunk_of(V[c.tensor], c);
-            const auto gr = chunk_of(G[c.tensor], c);
+            auto gr = chunk_of(G[c.tensor], c);
             if (decayed[c.tensor]) p *= keep;
             if (scaled) {
                 m = b1 * m + (T(1) - b1) * (gr * scale);
@@ -199,6 +208,7 @@ public:
                 v = b2 * v + (T(1) - b2) * gr.square();
             }
             p -= step_size * m / (v.sqrt() / sqrt_bc2 + eps);
+            if (zero_gradients) gr.setZero();
         });
     }
 

@@ -254,10 +254,13 @@ public:
         const double N = double(cfg_.loss.count(T_in) * B);
         std::vector<double> loss(B, 0.0);
         std::string fault;
-        for (auto& g : grads_) {
-            const auto refs = tensor_refs(g);
-            for_each_chunk(tensor_chunks(refs), tail_threads_, [&](std::size_t, const TensorChunk& c) { chunk_of(refs[c.tensor], c).setZero(); });
-        }
+        // The last step's passes left the gradients zero; after a failed step they are cleared here.
+        if (!grads_zero_)
+            for (auto& g : grads_) {
+                const auto refs = tensor_refs(g);
+                for_each_chunk(tensor_chunks(refs), tail_threads_, [&](std::size_t, const TensorChunk& c) { chunk_of(refs[c.tensor], c).setZero(); });
+            }
+        grads_zero_ = false;
         const std::uint64_t epoch = model::new_matmul_epoch();
         auto one = [&](std::int64_t b, std::size_t slot) {
             // Thread-local: set on the thread that runs b. One epoch per step: the weights change only
@@ -297,7 +300,7 @@ public:
         // The workers' gradients summed into grads_[0] and its norm, then AdamW with the clipping folded in.
         std::vector<model::Weights<T>*> others;
         for (std::size_t i = 1; i < grads_.size(); ++i) others.push_back(&grads_[i]);
-        const double grad_norm = sum_gradients(grads_[0], others, tail_threads_);
+        const double grad_norm = sum_gradients(grads_[0], others, tail_threads_, /*zero_others=*/true);
 
         double sum = 0;
         for (double l : loss) sum += l;
@@ -309,7 +312,9 @@ public:
         if (!std::isfinite(r.grad_norm))
             throw Error("non-finite gradient at step " + std::to_string(step_) + ": parameter " + first_nonfinite_parameter(grads_[0]));
         r.lr = learning_rate(cfg_.optim, step_);
-        opt_.update(w_, grads_[0], r.lr, clip_coefficient(grad_norm, cfg_.optim.grad_clip), tail_threads_);
+        opt_.update(w_, grads_[0], r.lr, clip_coefficient(grad_norm, cfg_.optim.grad_clip), tail_threads_,
+                    /*zero_gradients=*/true);
+        grads_zero_ = true;
         ++step_;
         r.tokens = B * T_in;
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -359,6 +364,7 @@ private:
                 cfg_.model, cfg_.check_finite ? FiniteCheck::sentinels : FiniteCheck::none));
         }
         dlogits_.resize(n);
+        grads_zero_ = true;
     }
 
     TrainConfig cfg_;
@@ -370,6 +376,7 @@ private:
     std::vector<std::unique_ptr<TapeRecorder<T>>> recorders_;
     std::vector<model::Mat<T>> dlogits_;
     int tail_threads_ = 1;  // threads of the passes over all parameters (zeroing, gradient sum, AdamW)
+    bool grads_zero_ = true;  // every worker's gradients are zero (fresh, or cleared by the last step's passes)
 };
 
 // The run loop used by tools/train.cpp and the sweep: trains to cfg.steps from wherever `trainer` is,
