@@ -25,6 +25,10 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <type_traits>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 #include <string>
 #include <vector>
 
@@ -130,6 +134,21 @@ private:
         if (check_ == FiniteCheck::none || !tape_.nonfinite.empty()) return;
         if (!Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(data, size).allFinite()) tape_.nonfinite = name;
     }
+    // dst[i] = src[i]. The tape is read only by the backward pass, long after the forward has moved on,
+    // so float copies go around the cache (non-temporal stores): they neither evict the forward's working
+    // set nor make the CPU read the destination lines first.
+    static void stream_copy(T* dst, const T* src, std::int64_t n) {
+        std::int64_t i = 0;
+#if defined(__AVX512F__)
+        if constexpr (std::is_same_v<T, float>) {
+            for (; i < n && (reinterpret_cast<std::uintptr_t>(dst + i) & 63) != 0; ++i) dst[i] = src[i];
+            for (; i + 16 <= n; i += 16) _mm512_stream_ps(dst + i, _mm512_loadu_ps(src + i));
+            _mm_sfence();
+        }
+#endif
+        for (; i < n; ++i) dst[i] = src[i];
+    }
+
     // An activation the backward does not read: checked under FiniteCheck::all (to name the operation
     // that made a NaN), never copied.
     void check_only(const std::string& name) {
@@ -141,7 +160,8 @@ private:
         hooks_.add(name, [this, &dst, cols_from_last, checked](const std::string& nm, model::ActivationRef<T>& x) {
             const std::int64_t size = x.size();
             const std::int64_t cols = cols_from_last ? x.shape.back() : size / x.shape.front();
-            dst = Eigen::Map<const Mat<T>>(x.data, size / cols, cols);
+            dst.resize(size / cols, cols);
+            stream_copy(dst.data(), x.data, size);
             if (checked) check(nm, x.data, size);
         });
     }
