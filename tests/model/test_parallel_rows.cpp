@@ -132,7 +132,7 @@ TEST_CASE("row-wise layers give the same bits on 1 and 3 threads, and the whole-
         }
         for (const bool transposed : {false, true}) {  // bf16 packing, by rows and by columns
             both([&] {
-                std::vector<std::uint16_t> bits;
+                detail::Bf16Bits bits;
                 bool t = false;
                 const MatrixRef ref = transposed ? matrix_ref(x).transposed() : matrix_ref(x);
                 detail::pack_bf16(bits, ref, t);

@@ -28,8 +28,10 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
@@ -136,6 +138,18 @@ MatrixRef matrix_ref(const M& m) {
 
 namespace detail {
 
+// std::allocator whose resize leaves new elements uninitialised: a conversion buffer is overwritten right
+// after it grows, and value-initialising it (a memset) cost 3 % of a bf16 training step.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+    template <class U> struct rebind { using other = DefaultInitAllocator<U>; };
+    using std::allocator<T>::allocator;
+    template <class U> void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) { ::new (static_cast<void*>(p)) U; }
+    template <class U, class... A> void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+};
+// bf16 bits of a converted operand.
+using Bf16Bits = std::vector<std::uint16_t, DefaultInitAllocator<std::uint16_t>>;
+
 // n floats → bf16 bits (round to nearest even). With AVX512-BF16, 16 at a time: vcvtneps2bf16 rounds to
 // nearest even too and keeps NaNs NaN, but reads subnormal inputs (|x| < 2⁻¹²⁶) as zero; elsewhere it
 // gives to_bf16_bits' bits (tests/model/test_bf16_matmul.cpp).
@@ -153,7 +167,7 @@ inline void convert_bf16(std::uint16_t* out, const float* in, std::int64_t n) {
 // Packs a strided float matrix into bf16 in the order its rows or its columns are stored, so that the
 // conversion reads memory in sequence; `transposed` says which: false → row-major (rows × cols),
 // true → column-major (the transpose of a row-major matrix, e.g. Wᵀ or doutᵀ).
-inline void pack_bf16(std::vector<std::uint16_t>& out, const MatrixRef& m, bool& transposed) {
+inline void pack_bf16(Bf16Bits& out, const MatrixRef& m, bool& transposed) {
     out.resize(std::size_t(m.rows * m.cols));
     transposed = m.col_stride != 1 && m.row_stride == 1;
     const std::int64_t outer = transposed ? m.cols : m.rows, inner = transposed ? m.rows : m.cols;
@@ -173,7 +187,7 @@ inline void pack_bf16(std::vector<std::uint16_t>& out, const MatrixRef& m, bool&
 struct KeptBf16 {
     MatrixRef source{};
     bool transposed = false;
-    std::vector<std::uint16_t> bits;
+    Bf16Bits bits;
 };
 inline bool same_layout(const MatrixRef& x, const MatrixRef& y) {
     return x.rows == y.rows && x.cols == y.cols && x.row_stride == y.row_stride && x.col_stride == y.col_stride;
@@ -202,14 +216,14 @@ struct OneDnn {
     };
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, bool>, Product> cache;
 #endif
-    std::vector<std::uint16_t> a, b;
+    Bf16Bits a, b;
     // bf16 copies of weight operands in the current epoch, by address (cleared when the epoch changes).
     std::uint64_t epoch = 0;
     std::map<const float*, KeptBf16> weights;
     // Activations that ScopedBf16Reuse declared unchanging for a while, by address; their copies are made
     // on first use.
     std::vector<std::pair<const float*, KeptBf16>> reused;
-    std::vector<std::vector<std::uint16_t>> spare;  // buffers of ended reuse scopes, kept for the next ones
+    std::vector<Bf16Bits> spare;  // buffers of ended reuse scopes, kept for the next ones
 };
 inline OneDnn& onednn() {
     thread_local OneDnn o;
@@ -218,7 +232,7 @@ inline OneDnn& onednn() {
 
 // The bits of operand `m` (packed into `scratch`, or a kept copy when m is declared reused), and whether
 // they are stored transposed.
-inline const std::uint16_t* operand_bits(OneDnn& o, std::vector<std::uint16_t>& scratch, const MatrixRef& m, bool& transposed) {
+inline const std::uint16_t* operand_bits(OneDnn& o, Bf16Bits& scratch, const MatrixRef& m, bool& transposed) {
     for (auto it = o.reused.rbegin(); it != o.reused.rend(); ++it)
         if (it->first == m.data) return kept_bits(it->second, m, transposed);
     pack_bf16(scratch, m, transposed);
