@@ -25,12 +25,12 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <string>
 #include <type_traits>
+#include <vector>
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
-#include <string>
-#include <vector>
 
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/forward.hpp"
