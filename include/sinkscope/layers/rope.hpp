@@ -69,6 +69,28 @@ const RopeTable<T>& rope_table(std::int64_t n, std::int64_t head_dim, double bas
     return tab;
 }
 
+namespace detail {
+
+// Rotates the rotary pairs of every head of one row by θ_i (sign +1) or by −θ_i (sign −1, the inverse:
+// Rθᵀ = R₋θ):  a' = a cos θ − sign·b sin θ,  b' = sign·a sin θ + b cos θ.  `cs`, `sn`: the row's cos θ_i,
+// sin θ_i (i < half); pair i is (head[i·step], head[i·step + b_at]) — step 2, b_at 1 interleaved; step 1,
+// b_at half half-split, where the frequencies innermost make a and b two contiguous runs (vectorised).
+template <class T>
+void rope_rotate_row(T* row, std::int64_t n_heads, std::int64_t head_dim, std::int64_t half, RopeLayout layout,
+                     const T* cs, const T* sn, T sign) {
+    const std::int64_t step = layout == RopeLayout::interleaved ? 2 : 1, b_at = layout == RopeLayout::interleaved ? 1 : half;
+    for (std::int64_t h = 0; h < n_heads; ++h) {
+        T* head = row + h * head_dim;
+        for (std::int64_t i = 0; i < half; ++i) {
+            const T a = head[i * step], b = head[i * step + b_at], s = sign * sn[i];
+            head[i * step] = a * cs[i] - b * s;
+            head[i * step + b_at] = a * s + b * cs[i];
+        }
+    }
+}
+
+}  // namespace detail
+
 // Rotary position embedding, in place on x (T × n_heads·d_h), position of row t = t + offset.
 // Pair (a, b) of frequency i (i < r/2) is rotated by θ = pos · base^(−2i/r) / f_i, r = rotary_dim (0: d_h),
 // f_i = rope_freq_divisors[i] (Llama 3.1's scaling; empty: f_i = 1):
@@ -81,20 +103,9 @@ void rope_forward(Mat<T>& x, std::int64_t n_heads, std::int64_t head_dim, double
     const std::int64_t r = rotary_dim > 0 ? rotary_dim : head_dim, half = r / 2;
     const RopeTable<T>& tab = rope_table<T>(x.rows(), r, base, offset, rope_freq_divisors);
     parallel_rows(x.rows(), x.cols() * std::int64_t(sizeof(T)), [&](std::int64_t first, std::int64_t end) {
-        // Frequencies innermost: with the half-split layout a and b are then two contiguous runs (vectorised).
-        const std::int64_t step = layout == RopeLayout::interleaved ? 2 : 1, b_at = layout == RopeLayout::interleaved ? 1 : half;
-        for (Eigen::Index t = first; t < end; ++t) {
-            const T* cs = tab.cos.data() + t * half;
-            const T* sn = tab.sin.data() + t * half;
-            for (std::int64_t h = 0; h < n_heads; ++h) {
-                T* head = x.row(t).data() + h * head_dim;
-                for (std::int64_t i = 0; i < half; ++i) {
-                    const T a = head[i * step], b = head[i * step + b_at];
-                    head[i * step] = a * cs[i] - b * sn[i];
-                    head[i * step + b_at] = a * sn[i] + b * cs[i];
-                }
-            }
-        }
+        for (Eigen::Index t = first; t < end; ++t)
+            detail::rope_rotate_row(x.row(t).data(), n_heads, head_dim, half, layout, tab.cos.data() + t * half,
+                                    tab.sin.data() + t * half, T(1));
     });
 }
 
@@ -113,20 +124,9 @@ void rope_backward(Mat<T>& dx, std::int64_t n_heads, std::int64_t head_dim, doub
                    std::int64_t offset = 0) {
     const std::int64_t half = head_dim / 2;
     const model::RopeTable<T>& tab = model::rope_table<T>(dx.rows(), head_dim, base, offset);  // rope_forward's θ
-    const std::int64_t step = layout == model::RopeLayout::interleaved ? 2 : 1;
-    const std::int64_t b_at = layout == model::RopeLayout::interleaved ? 1 : half;
-    for (Eigen::Index t = 0; t < dx.rows(); ++t) {
-        const T* cs = tab.cos.data() + t * half;
-        const T* sn = tab.sin.data() + t * half;
-        for (std::int64_t h = 0; h < n_heads; ++h) {
-            T* head = dx.row(t).data() + h * head_dim;
-            for (std::int64_t i = 0; i < half; ++i) {
-                const T da = head[i * step], db = head[i * step + b_at];
-                head[i * step] = da * cs[i] + db * sn[i];
-                head[i * step + b_at] = -da * sn[i] + db * cs[i];
-            }
-        }
-    }
+    for (Eigen::Index t = 0; t < dx.rows(); ++t)
+        model::detail::rope_rotate_row(dx.row(t).data(), n_heads, head_dim, half, layout, tab.cos.data() + t * half,
+                                       tab.sin.data() + t * half, T(-1));
 }
 
 }  // namespace sinkscope::train
