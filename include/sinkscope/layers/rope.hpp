@@ -73,18 +73,29 @@ namespace detail {
 
 // Rotates the rotary pairs of every head of one row by θ_i (sign +1) or by −θ_i (sign −1, the inverse:
 // Rθᵀ = R₋θ):  a' = a cos θ − sign·b sin θ,  b' = sign·a sin θ + b cos θ.  `cs`, `sn`: the row's cos θ_i,
-// sin θ_i (i < half); pair i is (head[i·step], head[i·step + b_at]) — step 2, b_at 1 interleaved; step 1,
-// b_at half half-split, where the frequencies innermost make a and b two contiguous runs (vectorised).
+// sin θ_i (i < half). Half-split pairs (head[i], head[i + half]) are two contiguous runs that do not
+// overlap (restrict), so the loop vectorises; interleaved pairs are (head[2i], head[2i + 1]).
 template <class T>
 void rope_rotate_row(T* row, std::int64_t n_heads, std::int64_t head_dim, std::int64_t half, RopeLayout layout,
                      const T* cs, const T* sn, T sign) {
-    const std::int64_t step = layout == RopeLayout::interleaved ? 2 : 1, b_at = layout == RopeLayout::interleaved ? 1 : half;
+    const T* __restrict__ c = cs;
+    const T* __restrict__ s = sn;
     for (std::int64_t h = 0; h < n_heads; ++h) {
         T* head = row + h * head_dim;
+        if (layout == RopeLayout::half_split) {
+            T* __restrict__ pa = head;
+            T* __restrict__ pb = head + half;
+            for (std::int64_t i = 0; i < half; ++i) {
+                const T a = pa[i], b = pb[i], si = sign * s[i];
+                pa[i] = a * c[i] - b * si;
+                pb[i] = a * si + b * c[i];
+            }
+            continue;
+        }
         for (std::int64_t i = 0; i < half; ++i) {
-            const T a = head[i * step], b = head[i * step + b_at], s = sign * sn[i];
-            head[i * step] = a * cs[i] - b * s;
-            head[i * step + b_at] = a * s + b * cs[i];
+            const T a = head[2 * i], b = head[2 * i + 1], si = sign * s[i];
+            head[2 * i] = a * c[i] - b * si;
+            head[2 * i + 1] = a * si + b * c[i];
         }
     }
 }
