@@ -254,6 +254,7 @@ TEST_CASE("ScopedBf16Reuse: one conversion serves m and mᵀ, an operand of anot
     const auto plain = products();
     const MatF plain_part = top_rows();
     {
+        const ScopedMatmulPrecision bf16_thread(MatmulPrecision::bf16);  // the scope acts on bf16 threads only
         const ScopedBf16Reuse reuse(dout);
         const auto kept = products(), again = products();
         CHECK(kept.first == plain.first);
@@ -268,6 +269,12 @@ TEST_CASE("ScopedBf16Reuse: one conversion serves m and mᵀ, an operand of anot
     const auto after = products();
     CHECK(after.first == MatF(2.0f * plain.first));  // doubling is exact in bf16 and float
     CHECK(after.second == MatF(2.0f * plain.second));
+    {  // on a thread whose products are float32 the scope does nothing: a changed m is converted afresh
+        const ScopedBf16Reuse inert(dout);
+        CHECK(products().second == MatF(2.0f * plain.second));  // an active scope would keep these bits …
+        dout *= 0.5f;
+        CHECK(products().second == plain.second);  // … and give 2 × plain here
+    }
 }
 
 TEST_CASE("the attention's products in bf16: blocks of larger matrices, transposes, scale and accumulation", "[model]") {

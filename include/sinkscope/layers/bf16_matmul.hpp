@@ -293,14 +293,17 @@ inline void empty_product(float* C, std::int64_t ldc, std::int64_t M, std::int64
 // will not change: bf16 products then convert it once and reuse the bits for every product whose operand
 // is m or mᵀ, e.g. the normalised input that W_Q, W_K and W_V multiply, or the output gradient that both
 // of a linear layer's backward products read. An operand that starts at m's address with another shape
-// is converted again (into the kept copy, replacing it), so it still gets its own values. Products under
-// float32 ignore it. Scopes nest; the innermost declaration of an address wins. Changing m while the
-// scope lives gives wrong products.
+// is converted again (into the kept copy, replacing it), so it still gets its own values. Eigen's float32
+// products ignore it. Scopes nest; the innermost declaration of an address wins. Changing m while the
+// scope lives gives wrong products. `active` (default: this thread's products run in bf16) false makes the
+// scope do nothing, so a float32 forward never touches the thread's oneDNN state (creating it makes a
+// oneDNN engine); pass it explicitly on threads that lack the setting (OpenMP workers).
 class ScopedBf16Reuse {
 public:
     template <class M>
-    explicit ScopedBf16Reuse(const M& m) {
+    explicit ScopedBf16Reuse(const M& m, bool active = matmul_precision() == MatmulPrecision::bf16) {
         if constexpr (std::is_same_v<typename M::Scalar, float>) {  // only float products run in bf16
+            if (!active) return;
             data_ = m.data();
             detail::OneDnn& o = detail::onednn();
             detail::KeptBf16 copy;

@@ -153,7 +153,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                 auto dPb = dP.topLeftCorner(rows, kw);
                 auto dSb = dS.topLeftCorner(rows, kw);
                 // z_h = P_h v_g:   dP = dz_h v_gᵀ,   dv_g += P_hᵀ dz_h
-                const model::ScopedBf16Reuse reuse_dz(dzh);
+                const model::ScopedBf16Reuse reuse_dz(dzh, bf16);  // a worker thread: bf16 passed in
                 model::attention_product(dPb, dzh, vg.middleRows(k0, kw).transpose(), false, bf16);
                 model::attention_product(dv.block(k0, g * dh, kw, dh), P.transpose(), dzh, true, bf16);
                 if (kv_bias) {
@@ -168,7 +168,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                                     has_slot);
                 // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
                 dSb *= scale;
-                const model::ScopedBf16Reuse reuse_ds(dSb);
+                const model::ScopedBf16Reuse reuse_ds(dSb, bf16);
                 model::attention_product(dq.block(r0, h * dh, rows, dh), dSb, kg.middleRows(k0, kw), true, bf16);
                 model::attention_product(dk.block(k0, g * dh, kw, dh), dSb.transpose(), tp.q.block(r0, h * dh, rows, dh), true, bf16);
                 if (kv_bias) {
