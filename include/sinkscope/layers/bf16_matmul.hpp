@@ -225,6 +225,7 @@ struct OneDnn {
     // on first use.
     std::vector<std::pair<const float*, KeptBf16>> reused;
     std::vector<Bf16Bits> spare;  // buffers of ended reuse scopes, kept for the next ones
+    std::vector<float> dense_c;    // the output of a product whose C is strided (run_bf16_matmul)
 };
 inline OneDnn& onednn() {
     thread_local OneDnn o;
@@ -247,6 +248,21 @@ inline void run_bf16_matmul(OneDnn& o, float* C, std::int64_t ldc, const std::ui
                             const std::uint16_t* b_bits, bool bt, std::int64_t M, std::int64_t N, std::int64_t K,
                             bool accumulate) {
     using dnnl::memory;
+    if (ldc != N) {
+        // oneDNN's AMX kernels (brgemm) take only a dense C: a strided one (a block of a wider matrix, such
+        // as one head's columns of z or a row block of the pattern) sends the product to the generic
+        // gemm:jit, measured 2.5–3× slower at the attention's shapes (128 × 64 × 256, one thread,
+        // 2026-12-02). Such a product runs into a dense buffer, which is then added or copied into C.
+        o.dense_c.resize(std::size_t(M * N));
+        run_bf16_matmul(o, o.dense_c.data(), N, a_bits, at, b_bits, bt, M, N, K, false);
+        for (std::int64_t i = 0; i < M; ++i) {
+            float* c = C + i * ldc;
+            const float* d = o.dense_c.data() + i * N;
+            if (accumulate) for (std::int64_t j = 0; j < N; ++j) c[j] += d[j];
+            else std::copy(d, d + N, c);
+        }
+        return;
+    }
     // A packed transposed is column-major: entry (i, k) at i + k·M; likewise B.
     const memory::desc ad({M, K}, memory::data_type::bf16, at ? memory::dims{1, M} : memory::dims{K, 1});
     const memory::desc bd({K, N}, memory::data_type::bf16, bt ? memory::dims{1, K} : memory::dims{N, 1});
