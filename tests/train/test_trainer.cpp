@@ -104,17 +104,21 @@ TEST_CASE("parallel over sequences gives the single-thread result up to float ro
 
 TEST_CASE("a NaN stops the run naming step, layer and operation", "[train][trainer]") {
     const TrainConfig cfg = tiny_run(5);
-    Trainer<float> tr(cfg, make_data(cfg.task));
-    tr.step();
-    tr.weights().layers[1].w_up(3, 2) = std::numeric_limits<float>::quiet_NaN();
-    try {
+    // NaN, and an infinity too (the tape's check is Σ 0·x, which 0·∞ = NaN makes NaN)
+    for (const float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+        INFO("bad weight " << bad);
+        Trainer<float> tr(cfg, make_data(cfg.task));
         tr.step();
-        FAIL("expected a non-finite error");
-    } catch (const Error& e) {
-        const std::string m = e.what();
-        CHECK(m.find("step 1") != std::string::npos);
-        CHECK(m.find("layer 1") != std::string::npos);
-        CHECK(m.find("mlp.hook_pre_linear") != std::string::npos);
+        tr.weights().layers[1].w_up(3, 2) = bad;
+        try {
+            tr.step();
+            FAIL("expected a non-finite error");
+        } catch (const Error& e) {
+            const std::string m = e.what();
+            CHECK(m.find("step 1") != std::string::npos);
+            CHECK(m.find("layer 1") != std::string::npos);
+            CHECK(m.find("mlp.hook_pre_linear") != std::string::npos);
+        }
     }
     // an infinite loss (huge logits) is caught too, with the step named
     Trainer<float> tr2(cfg, make_data(cfg.task));
