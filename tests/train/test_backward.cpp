@@ -153,6 +153,54 @@ TEST_CASE("gradients of every variant match central differences (double)", "[tra
     CHECK(checked > 8 * per_tensor);
 }
 
+TEST_CASE("bf16 training: the tape's bf16 operands give exactly the gradients of a float tape, in every variant",
+          "[train][backward][bf16]") {
+    if (!model::bf16_matmul_available()) {
+        WARN("this build has no oneDNN: no bf16 products to compare");
+        return;
+    }
+    // The recorder keeps activations that only feed bf16 products as their bf16 rounding; the products
+    // then read those bits instead of rounding a float copy. Same bits, same arithmetic: the gradients
+    // must agree exactly, and variants whose backward needs the float values (QK-norm, sandwich norms,
+    // a KV bias) must keep them float rather than fail.
+    const auto variants = all_variants();
+    const auto i = GENERATE_COPY(range<std::size_t>(0, all_variants().size()));
+    Config c = test::tiny_llama_config();
+    variants[i].edit(c);
+    c.validate();
+    INFO("variant: " << variants[i].name);
+    const auto w = test::random_test_weights<float>(c, 300 + i);
+    const auto seq = test::random_tokens(variants[i].T + 1, c.vocab_size, 311 + i);
+    const std::vector<std::int32_t> in(seq.begin(), seq.end() - 1), target(seq.begin() + 1, seq.end());
+    const model::ScopedMatmulPrecision bf16(model::MatmulPrecision::bf16, model::new_matmul_epoch(), /*attention=*/true);
+    auto gradients = [&](bool bits) {
+        train::TapeRecorder<float> rec(c);
+        rec.keep_bf16_operands(bits);
+        const auto& tape = rec.record(w, in);
+        REQUIRE(tape.nonfinite.empty());
+        bool any_bits = false;
+        for (const auto& L : tape.layers) any_bits = any_bits || L.xn1.in_bits || L.q.in_bits || L.z.in_bits || L.post.in_bits;
+        CHECK(any_bits == bits);  // every variant has some operand that may be kept as bits
+        Mat<float> dlogits;
+        train::cross_entropy<float>(&dlogits, tape.logits, target, variants[i].mask, 1.0f / float(variants[i].mask.count(variants[i].T)));
+        auto g = train::zeros_like(w);
+        train::backward(g, dlogits, tape, w, c);
+        return g;
+    };
+    auto g_bits = gradients(true), g_float = gradients(false);
+    const auto a = train::tensor_refs(g_bits), b = train::tensor_refs(g_float);
+    REQUIRE(a.size() == b.size());
+    float largest = 0;
+    for (std::size_t t = 0; t < a.size(); ++t) {
+        if (a[t].size == 0) continue;
+        const auto x = Eigen::Map<const Eigen::ArrayXf>(a[t].data, a[t].size), y = Eigen::Map<const Eigen::ArrayXf>(b[t].data, b[t].size);
+        INFO("parameter " << a[t].name);
+        CHECK((x - y).abs().maxCoeff() == 0.0f);
+        largest = std::max(largest, y.abs().maxCoeff());
+    }
+    CHECK(largest > 0.0f);  // (not two all-zero gradients)
+}
+
 // ---- each kernel alone: L = Σ dout ⊙ f(x), so ∂L/∂x is exactly what the backward kernel returns ----
 
 namespace {

@@ -34,15 +34,23 @@ template <class X>
 MatrixRef product_operand(const X& x) { return matrix_ref(x); }
 template <class X>
 MatrixRef product_operand(const Eigen::Transpose<X>& x) { return matrix_ref(x.nestedExpression()).transposed(); }
+inline MatrixRef product_operand(const MatrixRef& x) { return x; }
 }  // namespace detail
+
+// The transpose of a product operand: an Eigen block's view, or a MatrixRef's (bf16 bits).
+template <class X>
+auto transpose_of(const X& x) { return x.transpose(); }
+inline MatrixRef transpose_of(const MatrixRef& x) { return x.transposed(); }
 
 // One of the attention's products: C = α·a·b, or C += a·b (accumulate), where a and b are blocks of
 // row-major matrices or their transposes and C a block of a row-major matrix. With `bf16` (float only)
 // a and b are rounded to bf16 and the products summed in float32 (bf16_matmul); otherwise Eigen in T.
+// An operand given as a MatrixRef of bf16 bits (a Bf16Matrix's block) needs `bf16`.
 template <class CBlock, class A, class B>
 void attention_product(CBlock&& C, const A& a, const B& b, bool accumulate, bool bf16,
                        typename std::decay_t<CBlock>::Scalar alpha = 1) {
     using T = typename std::decay_t<CBlock>::Scalar;
+    constexpr bool has_bits = std::is_same_v<A, MatrixRef> || std::is_same_v<B, MatrixRef>;
     if constexpr (std::is_same_v<T, float>) {
         if (bf16) {
             require(!accumulate || alpha == 1, "attention_product: a scaled product cannot accumulate");
@@ -51,9 +59,13 @@ void attention_product(CBlock&& C, const A& a, const B& b, bool accumulate, bool
             return;
         }
     }
-    if (accumulate) C.noalias() += a * b;
-    else if (alpha != 1) C.noalias() = (a * b) * alpha;
-    else C.noalias() = a * b;
+    if constexpr (has_bits) {
+        throw Error("attention_product: an operand held as bf16 bits needs a bf16 product");
+    } else {
+        if (accumulate) C.noalias() += a * b;
+        else if (alpha != 1) C.noalias() = (a * b) * alpha;
+        else C.noalias() = a * b;
+    }
 }
 
 // Soft cap (Gemma 2): s ← c·tanh(s/c) on every entry of a block; c = 0 leaves it as it is.

@@ -126,10 +126,13 @@ inline bool bf16_matmul_available() {
 }
 
 // A strided float matrix: entry (i, j) at data[i·row_stride + j·col_stride]. A transpose swaps the strides.
+// With `bits` set instead, the entries are bfloat16 bits at the same offsets in bits[] (an operand already
+// rounded to bf16, such as a Bf16Matrix); bf16 products read them as they are, without converting.
 struct MatrixRef {
     const float* data;
     std::int64_t rows, cols, row_stride, col_stride;
-    MatrixRef transposed() const { return {data, cols, rows, col_stride, row_stride}; }
+    const std::uint16_t* bits = nullptr;
+    MatrixRef transposed() const { return {data, cols, rows, col_stride, row_stride, bits}; }
 };
 template <class M>
 MatrixRef matrix_ref(const M& m) {
@@ -163,6 +166,23 @@ inline void convert_bf16(std::uint16_t* out, const float* in, std::int64_t n) {
     }
 #endif
     for (; i < n; ++i) out[i] = to_bf16_bits(in[i]);
+}
+
+// Packs a strided matrix of bf16 bits densely, in the order its rows or its columns are stored
+// (`transposed` as pack_bf16's); a dense one is used where it is, without a copy.
+inline const std::uint16_t* dense_bits(Bf16Bits& out, const MatrixRef& m, bool& transposed) {
+    transposed = m.col_stride != 1 && m.row_stride == 1;
+    const std::int64_t outer = transposed ? m.cols : m.rows, inner = transposed ? m.rows : m.cols;
+    const std::int64_t outer_stride = transposed ? m.col_stride : m.row_stride, inner_stride = transposed ? 1 : m.col_stride;
+    if (inner_stride == 1 && (outer_stride == inner || outer <= 1)) return m.bits;
+    out.resize(std::size_t(m.rows * m.cols));
+    for (std::int64_t i = 0; i < outer; ++i) {
+        const std::uint16_t* r = m.bits + i * outer_stride;
+        std::uint16_t* o = out.data() + i * inner;
+        if (inner_stride == 1) std::copy(r, r + inner, o);
+        else for (std::int64_t j = 0; j < inner; ++j) o[j] = r[j * inner_stride];
+    }
+    return out.data();
 }
 
 // Packs a strided float matrix into bf16 in the order its rows or its columns are stored, so that the
@@ -235,6 +255,7 @@ inline OneDnn& onednn() {
 // The bits of operand `m` (packed into `scratch`, or a kept copy when m is declared reused), and whether
 // they are stored transposed.
 inline const std::uint16_t* operand_bits(OneDnn& o, Bf16Bits& scratch, const MatrixRef& m, bool& transposed) {
+    if (m.bits) return dense_bits(scratch, m, transposed);
     for (auto it = o.reused.rbegin(); it != o.reused.rend(); ++it)
         if (it->first == m.data) return kept_bits(it->second, m, transposed);
     pack_bf16(scratch, m, transposed);
@@ -348,6 +369,26 @@ private:
     const float* data_ = nullptr;
 };
 
+// A row-major matrix kept as bf16 bits: the rounded copy of a float matrix that is only ever an operand
+// of bf16 products (the training tape keeps such activations this way: half the memory of float, and
+// the backward's products read the bits without converting again). Growing it does not free memory.
+struct Bf16Matrix {
+    detail::Bf16Bits bits;
+    std::int64_t rows = 0, cols = 0;
+    // The bf16 rounding of x (rows × cols, row-major, contiguous); the same bits a bf16 product makes.
+    void assign(const float* x, std::int64_t r, std::int64_t c) {
+        rows = r;
+        cols = c;
+        bits.resize(std::size_t(r * c));
+        detail::convert_bf16(bits.data(), x, r * c);
+    }
+    MatrixRef ref() const { return block(0, 0, rows, cols); }
+    MatrixRef block(std::int64_t r0, std::int64_t c0, std::int64_t nr, std::int64_t nc) const {
+        return {nullptr, nr, nc, cols, 1, bits.data() + r0 * cols + c0};
+    }
+    MatrixRef middle_cols(std::int64_t c0, std::int64_t nc) const { return block(0, c0, rows, nc); }
+};
+
 // C (M × N, row-major float, contiguous rows of stride ldc ≥ N) = / += A (M × K) · B (K × N), A and B
 // rounded to bf16 (see the top of this file). b_is_weight: B is a weight matrix that does not change in
 // the thread's current epoch (ScopedMatmulPrecision), so its bf16 copy may be kept and reused.
@@ -364,7 +405,7 @@ inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const Ma
     const std::uint16_t* a_bits = detail::operand_bits(o, o.a, A, at);
     const std::uint16_t* b_bits = nullptr;
     const std::uint64_t epoch = matmul_setting_slot().epoch;
-    if (b_is_weight && epoch != 0) {
+    if (b_is_weight && epoch != 0 && !B.bits) {
         if (o.epoch != epoch) { o.weights.clear(); o.epoch = epoch; }
         b_bits = detail::kept_bits(o.weights[B.data], B, bt);
     } else {

@@ -12,9 +12,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
+#include "sinkscope/core/error.hpp"
 #include "sinkscope/layers/bf16_matmul.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
@@ -43,6 +45,33 @@ void linear_forward(Mat<T>& y, const Mat<T>& x, const Mat<T>& W, const Vec<T>& b
     if (b.size()) y.rowwise() += b.transpose();
 }
 
+// The input x of a linear layer's backward products (doutᵀ·x): a matrix of T, or — for float under bf16
+// products only — its bf16 rounding (a Bf16Matrix: the training tape keeps such activations as bits).
+template <class T>
+struct ProductInput {
+    const Mat<T>* value = nullptr;
+    const Bf16Matrix* bits = nullptr;
+    ProductInput(const Mat<T>& m) : value(&m) {}  // NOLINT: implicit, a matrix is the usual input
+    ProductInput(const Bf16Matrix& b) : bits(&b) {}  // NOLINT
+    std::int64_t rows() const { return value ? value->rows() : bits->rows; }
+    MatrixRef ref() const {
+        if constexpr (std::is_same_v<T, float>) return value ? matrix_ref(*value) : bits->ref();
+        else throw Error("ProductInput: only float matrices enter bf16 products");
+    }
+    // The values, for arithmetic other than a bf16 product; `where` names the caller in the error.
+    const Mat<T>& values(const std::string& where) const {
+        if (!value) throw Error(where + ": needs the float values of an activation that was kept as bf16 bits");
+        return *value;
+    }
+};
+
+// A parameter type that takes no part in template argument deduction (std::type_identity_t, C++20):
+// T is deduced from the other arguments, and a Mat<T> converts to ProductInput<T>.
+template <class X>
+struct nondeduced { using type = X; };
+template <class X>
+using Nondeduced = typename nondeduced<X>::type;
+
 }  // namespace sinkscope::model
 
 namespace sinkscope::train {
@@ -56,21 +85,22 @@ using model::Vec;
 // bf16 inputs and accumulate in float32, as PyTorch's autocast backward does; dbias stays a float sum.
 // `dinp_first`: dinp is this product's alone, so it is assigned (and sized) rather than accumulated —
 // the same numbers as zeroing it first, without the pass over memory that zeroing costs.
+// `inp` may be bf16 bits (model::ProductInput) only when the products run in bf16.
 template <class T>
-void linear_backward(Mat<T>* dinp, Mat<T>& dweight, Vec<T>* dbias, const Mat<T>& dout, const Mat<T>& inp,
-                     const Mat<T>& weight, bool dinp_first = false) {
+void linear_backward(Mat<T>* dinp, Mat<T>& dweight, Vec<T>* dbias, const Mat<T>& dout,
+                     const model::Nondeduced<model::ProductInput<T>>& inp, const Mat<T>& weight, bool dinp_first = false) {
     if (dinp && dinp_first) dinp->resize(dout.rows(), weight.cols());
     if constexpr (std::is_same_v<T, float>) {
         if (model::products_in_bf16<T>()) {
             const model::ScopedBf16Reuse reuse(dout);  // doutᵀ·x and dout·W read the same bf16 bits
-            model::bf16_matmul(dweight.data(), dweight.cols(), model::matrix_ref(dout).transposed(), model::matrix_ref(inp), true);
+            model::bf16_matmul(dweight.data(), dweight.cols(), model::matrix_ref(dout).transposed(), inp.ref(), true);
             if (dbias && dbias->size()) dbias->noalias() += dout.colwise().sum().transpose();
             if (dinp)
                 model::bf16_matmul(dinp->data(), dinp->cols(), model::matrix_ref(dout), model::matrix_ref(weight), !dinp_first, true);
             return;
         }
     }
-    dweight.noalias() += dout.transpose() * inp;
+    dweight.noalias() += dout.transpose() * inp.values("linear_backward (float products)");
     if (dbias && dbias->size()) dbias->noalias() += dout.colwise().sum().transpose();
     if (dinp && dinp_first) dinp->noalias() = dout * weight;
     else if (dinp) dinp->noalias() += dout * weight;

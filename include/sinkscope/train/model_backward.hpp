@@ -12,6 +12,7 @@
 #include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
@@ -71,14 +72,15 @@ void add_gradients(model::Weights<T>& acc, model::Weights<T>& g) {
 
 namespace detail {
 
-// The attention block's input: N₁(m(x)) (pre, sandwich) or x (post).
+// A block of a saved operand as a product operand: an Eigen block of its float values, or a MatrixRef of
+// its bf16 bits.
 template <class T>
-const Mat<T>& attention_input(const LayerTape<T>& tp, const model::Config& c) {
-    return c.norm_placement == model::NormPlacement::post ? tp.resid_pre : tp.xn1;
+auto operand_block(const Mat<T>& m, std::int64_t r0, std::int64_t c0, std::int64_t nr, std::int64_t nc) {
+    return m.block(r0, c0, nr, nc);
 }
-template <class T>
-const Mat<T>& ffn_input(const LayerTape<T>& tp, const model::Config& c) {
-    return c.norm_placement == model::NormPlacement::post ? tp.resid_mid : tp.xn2;
+inline model::MatrixRef operand_block(const model::Bf16Matrix& m, std::int64_t r0, std::int64_t c0, std::int64_t nr,
+                                      std::int64_t nc) {
+    return m.block(r0, c0, nr, nc);
 }
 
 // forward (model::detail::attention_block_forward):
@@ -87,7 +89,8 @@ const Mat<T>& ffn_input(const LayerTape<T>& tp, const model::Config& c) {
 // dinp (n × d) += ∂L/∂inp; dw accumulates the block's attention parameters.
 template <class T>
 void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& dout, const LayerTape<T>& tp,
-                              const Mat<T>& inp, const model::LayerWeights<T>& w, const model::Config& c) {
+                              const model::Nondeduced<model::ProductInput<T>>& inp, const model::LayerWeights<T>& w,
+                              const model::Config& c) {
     using model::AttentionKind;
     using model::GateKind;
     const std::int64_t n = inp.rows(), H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
@@ -98,7 +101,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
 
     // out = z W_Oᵀ + b_O
     Mat<T> dz;  // (n, H·d_h)
-    linear_backward(&dz, dw.wo, &dw.bo, dout, tp.z, w.wo, /*dinp_first=*/true);
+    linear_backward(&dz, dw.wo, &dw.bo, dout, tp.z.input(), w.wo, /*dinp_first=*/true);
 
     if (c.gate != GateKind::none) {
         // z ⊙= σ(s):  s = inp W_gᵀ + b_g (conditional) or b_g (static); per head or per channel.
@@ -107,8 +110,12 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
         Mat<T> zu(n, H * dh);  // the ungated z, recomputed: P_h v_g (+ p_slot v_bias)
         for (std::int64_t h = 0; h < H; ++h) {
             const std::int64_t g = h / group;
-            model::attention_product(zu.middleCols(h * dh, dh), tp.pattern.middleRows(h * n, n), tp.v.middleCols(g * dh, dh),
-                                     false, bf16);
+            if (tp.v.in_bits)
+                model::attention_product(zu.middleCols(h * dh, dh), tp.pattern.middleRows(h * n, n),
+                                         tp.v.bits.middle_cols(g * dh, dh), false, bf16);
+            else
+                model::attention_product(zu.middleCols(h * dh, dh), tp.pattern.middleRows(h * n, n),
+                                         tp.v.value.middleCols(g * dh, dh), false, bf16);
             if (kv_bias) {
                 const auto ps = (T(1) - tp.pattern.middleRows(h * n, n).rowwise().sum().array()).matrix();
                 zu.middleCols(h * dh, dh).noalias() += ps * w.sink_kv.row(1).segment(g * dh, dh);
@@ -137,49 +144,54 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     // (bench_train, T 256, 2026-12-02), while Eigen's float products were as fast with 64 as with 128.
     const std::int64_t kBlock = bf16 ? 128 : 64;
     Mat<T> dq = Mat<T>::Zero(n, H * dh), dk = Mat<T>::Zero(n, G * dh), dv = Mat<T>::Zero(n, G * dh);
+    // Q, K, V: the saved q, k, v, as float matrices or as bf16 bits (the recorder keeps all three alike).
+    auto heads = [&](const auto& Q, const auto& K, const auto& V) {
 #pragma omp parallel for schedule(static) if (G > 1)
-    for (std::int64_t g = 0; g < G; ++g) {
-        Mat<T> dP(std::min(kBlock, n), n), dS(std::min(kBlock, n), n);
-        Vec<T> slot_dp, dslot;
-        const auto vg = tp.v.middleCols(g * dh, dh);  // (n, d_h)
-        const auto kg = tp.k.middleCols(g * dh, dh);
-        for (std::int64_t h = g * group; h < (g + 1) * group; ++h) {
-            for (std::int64_t r0 = 0; r0 < n; r0 += kBlock) {
-                const std::int64_t r1 = std::min(n, r0 + kBlock), rows = r1 - r0;
-                const std::int64_t k0 = c.sliding_window > 0 ? std::max<std::int64_t>(0, r0 - c.sliding_window + 1) : 0;
-                const std::int64_t kw = r1 - k0;
-                const auto P = tp.pattern.block(h * n + r0, k0, rows, kw);          // (rows, kw)
-                const auto dzh = dz.block(r0, h * dh, rows, dh);                      // (rows, d_h)
-                auto dPb = dP.topLeftCorner(rows, kw);
-                auto dSb = dS.topLeftCorner(rows, kw);
-                // z_h = P_h v_g:   dP = dz_h v_gᵀ,   dv_g += P_hᵀ dz_h
-                const model::ScopedBf16Reuse reuse_dz(dzh, bf16);  // a worker thread: bf16 passed in
-                model::attention_product(dPb, dzh, vg.middleRows(k0, kw).transpose(), false, bf16);
-                model::attention_product(dv.block(k0, g * dh, kw, dh), P.transpose(), dzh, true, bf16);
-                if (kv_bias) {
-                    // z_h += p_slot v_bias:   dp_slot = dz_h · v_bias,   dv_bias += Σ_t p_slot[t] dz_h[t]
-                    const Vec<T> ps = (T(1) - P.rowwise().sum().array()).matrix();
-                    slot_dp = dzh * w.sink_kv.row(1).segment(g * dh, dh).transpose();
-                    dw.sink_kv.row(1).segment(g * dh, dh).noalias() += ps.transpose() * dzh;
-                    dslot = Vec<T>::Zero(rows);
-                }
-                dSb.setZero();
-                softmax_backward<T>(dSb, kv_bias ? dslot.data() : nullptr, dPb, P, kv_bias ? slot_dp.data() : nullptr,
-                                    has_slot);
-                // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
-                dSb *= scale;
-                const model::ScopedBf16Reuse reuse_ds(dSb, bf16);
-                model::attention_product(dq.block(r0, h * dh, rows, dh), dSb, kg.middleRows(k0, kw), true, bf16);
-                model::attention_product(dk.block(k0, g * dh, kw, dh), dSb.transpose(), tp.q.block(r0, h * dh, rows, dh), true, bf16);
-                if (kv_bias) {
-                    // s_slot = q_h · k_bias / √d_h
-                    dslot *= scale;
-                    dq.block(r0, h * dh, rows, dh).noalias() += dslot * w.sink_kv.row(0).segment(g * dh, dh);
-                    dw.sink_kv.row(0).segment(g * dh, dh).noalias() += dslot.transpose() * tp.q.block(r0, h * dh, rows, dh);
+        for (std::int64_t g = 0; g < G; ++g) {
+            Mat<T> dP(std::min(kBlock, n), n), dS(std::min(kBlock, n), n);
+            Vec<T> slot_dp, dslot;
+            for (std::int64_t h = g * group; h < (g + 1) * group; ++h) {
+                for (std::int64_t r0 = 0; r0 < n; r0 += kBlock) {
+                    const std::int64_t r1 = std::min(n, r0 + kBlock), rows = r1 - r0;
+                    const std::int64_t k0 = c.sliding_window > 0 ? std::max<std::int64_t>(0, r0 - c.sliding_window + 1) : 0;
+                    const std::int64_t kw = r1 - k0;
+                    const auto P = tp.pattern.block(h * n + r0, k0, rows, kw);          // (rows, kw)
+                    const auto dzh = dz.block(r0, h * dh, rows, dh);                      // (rows, d_h)
+                    auto dPb = dP.topLeftCorner(rows, kw);
+                    auto dSb = dS.topLeftCorner(rows, kw);
+                    // z_h = P_h v_g:   dP = dz_h v_gᵀ,   dv_g += P_hᵀ dz_h
+                    const model::ScopedBf16Reuse reuse_dz(dzh, bf16);  // a worker thread: bf16 passed in
+                    model::attention_product(dPb, dzh, model::transpose_of(operand_block(V, k0, g * dh, kw, dh)), false, bf16);
+                    model::attention_product(dv.block(k0, g * dh, kw, dh), P.transpose(), dzh, true, bf16);
+                    if (kv_bias) {
+                        // z_h += p_slot v_bias:   dp_slot = dz_h · v_bias,   dv_bias += Σ_t p_slot[t] dz_h[t]
+                        const Vec<T> ps = (T(1) - P.rowwise().sum().array()).matrix();
+                        slot_dp = dzh * w.sink_kv.row(1).segment(g * dh, dh).transpose();
+                        dw.sink_kv.row(1).segment(g * dh, dh).noalias() += ps.transpose() * dzh;
+                        dslot = Vec<T>::Zero(rows);
+                    }
+                    dSb.setZero();
+                    softmax_backward<T>(dSb, kv_bias ? dslot.data() : nullptr, dPb, P, kv_bias ? slot_dp.data() : nullptr,
+                                        has_slot);
+                    // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
+                    dSb *= scale;
+                    const model::ScopedBf16Reuse reuse_ds(dSb, bf16);
+                    model::attention_product(dq.block(r0, h * dh, rows, dh), dSb, operand_block(K, k0, g * dh, kw, dh), true, bf16);
+                    model::attention_product(dk.block(k0, g * dh, kw, dh), dSb.transpose(), operand_block(Q, r0, h * dh, rows, dh),
+                                             true, bf16);
+                    if (kv_bias) {
+                        // s_slot = q_h · k_bias / √d_h   (q is float here: the recorder keeps it so with a KV bias)
+                        dslot *= scale;
+                        dq.block(r0, h * dh, rows, dh).noalias() += dslot * w.sink_kv.row(0).segment(g * dh, dh);
+                        dw.sink_kv.row(0).segment(g * dh, dh).noalias() += dslot.transpose() * tp.q.value.block(r0, h * dh, rows, dh);
+                    }
                 }
             }
         }
-    }
+    };
+    require(tp.q.in_bits == tp.k.in_bits && tp.k.in_bits == tp.v.in_bits, "attention backward: q, k and v saved differently");
+    if (tp.q.in_bits) heads(tp.q.bits, tp.k.bits, tp.v.bits);
+    else heads(tp.q.value, tp.k.value, tp.v.value);
 
     if (c.positions == model::PositionKind::rope) {
         rope_backward(dq, H, dh, c.rope_base, c.rope_layout);
@@ -188,15 +200,17 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     if (c.qk_norm) {
         // q ← head_rmsnorm(inp W_Qᵀ + b_Q): recompute the pre-norm q and k (one GEMM each).
         Mat<T> q_raw, k_raw;
-        model::linear_forward(q_raw, inp, w.wq, w.bq);
-        model::linear_forward(k_raw, inp, w.wk, w.bk);
+        const Mat<T>& x = inp.values("QK-norm backward");  // the recorder keeps it float with QK-norm
+        model::linear_forward(q_raw, x, w.wq, w.bq);
+        model::linear_forward(k_raw, x, w.wk, w.bk);
         Mat<T> dq_raw = Mat<T>::Zero(n, H * dh), dk_raw = Mat<T>::Zero(n, G * dh);
         head_rmsnorm_backward(dq_raw, dw.q_norm, dq, q_raw, w.q_norm, H, dh, c.norm_eps);
         head_rmsnorm_backward(dk_raw, dw.k_norm, dk, k_raw, w.k_norm, G, dh, c.norm_eps);
         dq.swap(dq_raw);
         dk.swap(dk_raw);
     }
-    const model::ScopedBf16Reuse reuse(inp);  // in bf16, inp is converted once for the three dW products
+    std::optional<model::ScopedBf16Reuse> reuse;  // in bf16, a float inp is converted once for the three dW products
+    if (inp.value) reuse.emplace(*inp.value);
     linear_backward(&dinp, dw.wq, &dw.bq, dq, inp, w.wq);
     linear_backward(&dinp, dw.wk, &dw.bk, dk, inp, w.wk);
     linear_backward(&dinp, dw.wv, &dw.bv, dv, inp, w.wv);
@@ -207,12 +221,13 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
 //   linear: out = W_down x + b_down
 template <class T>
 void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& dout, const LayerTape<T>& tp,
-                        const Mat<T>& inp, const model::LayerWeights<T>& w, const model::Config& c) {
+                        const model::Nondeduced<model::ProductInput<T>>& inp, const model::LayerWeights<T>& w,
+                        const model::Config& c) {
     const std::int64_t n = inp.rows();
     switch (c.ffn) {
         case model::FfnKind::swiglu: {
             Mat<T> dpost;
-            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post, w.w_down, /*dinp_first=*/true);
+            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post.input(), w.w_down, /*dinp_first=*/true);
             // hidden = act(gate) ⊙ up:   dgate = dhidden ⊙ up ⊙ act'(gate),   dup = dhidden ⊙ act(gate)
             Mat<T> dgate(n, c.d_ff), dup(n, c.d_ff);
             if (c.activation == model::Activation::silu) {
@@ -233,14 +248,15 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
                 activation_backward(dgate, Mat<T>(dpost.cwiseProduct(tp.pre_linear)), tp.pre, c.activation);
                 dup = dpost.cwiseProduct(act);
             }
-            const model::ScopedBf16Reuse reuse(inp);  // in bf16, inp is converted once for both dW products
+            std::optional<model::ScopedBf16Reuse> reuse;  // in bf16, a float inp is converted once for both dW products
+            if (inp.value) reuse.emplace(*inp.value);
             linear_backward<T>(&dinp, dw.w_gate, nullptr, dgate, inp, w.w_gate);
             linear_backward(&dinp, dw.w_up, &dw.b_up, dup, inp, w.w_up);
             return;
         }
         case model::FfnKind::gelu: {
             Mat<T> dpost;
-            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post, w.w_down, /*dinp_first=*/true);
+            linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post.input(), w.w_down, /*dinp_first=*/true);
             Mat<T> dpre = Mat<T>::Zero(n, c.d_ff);
             activation_backward(dpre, dpost, tp.pre, c.activation);
             linear_backward(&dinp, dw.w_up, &dw.b_up, dpre, inp, w.w_up);
@@ -256,13 +272,14 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
 template <class T>
 Mat<T> attention_raw_output(const LayerTape<T>& tp, const model::LayerWeights<T>& w) {
     Mat<T> out;
-    model::linear_forward(out, tp.z, w.wo, w.bo);
+    model::linear_forward(out, tp.z.input().values("sandwich-norm backward"), w.wo, w.bo);  // float with a sandwich norm
     return out;
 }
 template <class T>
 Mat<T> ffn_raw_output(const LayerTape<T>& tp, const model::LayerWeights<T>& w, const model::Config& c) {
     Mat<T> out;
-    model::linear_forward(out, c.ffn == model::FfnKind::linear ? tp.xn2 : tp.post, w.w_down, w.b_down);
+    const SavedOperand<T>& in = c.ffn == model::FfnKind::linear ? tp.xn2 : tp.post;  // float with a sandwich norm
+    model::linear_forward(out, in.input().values("sandwich-norm backward"), w.w_down, w.b_down);
     return out;
 }
 
@@ -310,7 +327,7 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
             norm_backward(dsub, dw.ffn_post_norm, dx, ffn_raw_output(tp, w, c), w.ffn_post_norm, c.norm, c.norm_eps);
         }
         Mat<T> dxn = Mat<T>::Zero(n, d);
-        ffn_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn2, w, c);
+        ffn_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn2.input(), w, c);
         masked_norm_backward(dx, dw.ffn_norm, dxn, tp.resid_mid, w.ffn_norm, c, masked);
     }
     // h = x + [N₁ᵖ](Attn(N₁(m(x))))
@@ -320,7 +337,7 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
         norm_backward(dsub, dw.attn_post_norm, dx, attention_raw_output(tp, w), w.attn_post_norm, c.norm, c.norm_eps);
     }
     Mat<T> dxn = Mat<T>::Zero(n, d);
-    attention_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn1, w, c);
+    attention_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn1.input(), w, c);
     masked_norm_backward(dx, dw.attn_norm, dxn, tp.resid_pre, w.attn_norm, c, masked);
 }
 

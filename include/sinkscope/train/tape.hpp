@@ -12,7 +12,8 @@
 // tools measure is then exactly the model that was trained, every variant (sink token, force-sink,
 // gates, …) is implemented once, and a hook that intervenes during training (ablation, patching)
 // is differentiated like any other activation. The cost is one copy of each saved activation
-// (memory-bound, small next to the GEMMs) and a few cheap recomputations in the backward pass:
+// (memory-bound, small next to the GEMMs; in bf16 training the activations that only feed products are
+// kept as their bf16 rounding, see SavedOperand) and a few cheap recomputations in the backward pass:
 // the norms' 1/rms from their inputs, q/k before QK-norm (one GEMM, QK-norm only), the ungated z
 // (gated attention only) and the raw sub-block output before a sandwich norm (one GEMM, sandwich only).
 //
@@ -33,6 +34,8 @@
 #include <immintrin.h>
 #endif
 
+#include "sinkscope/layers/attention.hpp"
+#include "sinkscope/layers/linear.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/forward.hpp"
 #include "sinkscope/model/hooks.hpp"
@@ -42,20 +45,35 @@ namespace sinkscope::train {
 
 enum class FiniteCheck { none, sentinels, all };
 
+// A saved activation that the backward pass reads only as an operand of matrix products. When the
+// products that read it run in bf16 (and the config has no other use for it, see TapeRecorder), the
+// recorder keeps its bf16 rounding instead of its float values: half the memory traffic, and the
+// backward's products use the bits as they are instead of rounding the float copy again — the same bits,
+// so the same arithmetic. `in_bits` says which of the two is current; the other keeps its memory.
+template <class T>
+struct SavedOperand {
+    Mat<T> value;
+    model::Bf16Matrix bits;
+    bool in_bits = false;
+    model::ProductInput<T> input() const { return in_bits ? model::ProductInput<T>(bits) : model::ProductInput<T>(value); }
+    std::int64_t rows() const { return in_bits ? bits.rows : value.rows(); }
+};
+
 // Saved activations of one block; n = positions (T, or T + 1 with a sink token).
 template <class T>
 struct LayerTape {
-    Mat<T> resid_pre;   // (n, d)        block input
-    Mat<T> xn1;         // (n, d)        ln1.hook_normalized (post-norm: the block's resid_mid)
-    Mat<T> q, k, v;     // (n, H·d_h), (n, G·d_h), (n, G·d_h)  q and k as they enter the scores (after RoPE)
-    Mat<T> pattern;     // (H·n, n)      attention weights
-    Mat<T> gate;        // (n, H) or (n, H·d_h)  sigmoid gate (gated attention only)
-    Mat<T> z;           // (n, H·d_h)    gated pattern·V, the input of W_O
-    Mat<T> attn_out;    // (n, d)        post-norm only (empty otherwise)
-    Mat<T> resid_mid;   // (n, d)
-    Mat<T> xn2;         // (n, d)        ln2.hook_normalized (post-norm: the block's resid_post)
-    Mat<T> pre, pre_linear, post;  // (n, d_ff) FFN gate pre-activation / up projection / hidden
-    Mat<T> mlp_out;     // (n, d)        post-norm only (empty otherwise)
+    Mat<T> resid_pre;          // (n, d)        block input
+    SavedOperand<T> xn1;       // (n, d)        ln1.hook_normalized (post-norm: the block's resid_mid)
+    SavedOperand<T> q, k, v;   // (n, H·d_h), (n, G·d_h), (n, G·d_h)  q and k as they enter the scores (after RoPE)
+    Mat<T> pattern;            // (H·n, n)      attention weights
+    Mat<T> gate;               // (n, H) or (n, H·d_h)  sigmoid gate (gated attention only)
+    SavedOperand<T> z;         // (n, H·d_h)    gated pattern·V, the input of W_O
+    Mat<T> attn_out;           // (n, d)        post-norm only (empty otherwise)
+    Mat<T> resid_mid;          // (n, d)
+    SavedOperand<T> xn2;       // (n, d)        ln2.hook_normalized (post-norm: the block's resid_post)
+    Mat<T> pre, pre_linear;    // (n, d_ff)     FFN gate pre-activation / up projection
+    SavedOperand<T> post;      // (n, d_ff)     FFN hidden, the input of W_down
+    Mat<T> mlp_out;            // (n, d)        post-norm only (empty otherwise)
 };
 
 template <class T>
@@ -79,27 +97,34 @@ public:
                                                        c.forward_only_switches() + " (architecture " + c.architecture + ")");
         tape_.layers.resize(c.n_layers);
         const bool rope = c.positions == model::PositionKind::rope;
+        // Which saved operands may be kept as bf16 bits (when their products run in bf16): those the
+        // backward reads only in products. QK-norm recomputes q and k from ln1's output and a sandwich
+        // norm recomputes the sub-block outputs from z and the FFN's input (float products); the
+        // KV-bias slot multiplies q in float (and q, k, v are kept alike).
+        const bool sandwich = c.norm_placement == model::NormPlacement::sandwich;
+        const Operand linear_in{false, !c.qk_norm}, sub_in{false, !sandwich};
+        const Operand scores_in{true, c.attention != model::AttentionKind::kv_bias}, values_in = scores_in;
         for (std::int64_t l = 0; l < c.n_layers; ++l) {
             LayerTape<T>& L = tape_.layers[l];
             const model::BlockNames names(l);
             capture(names[model::HookId::resid_pre], L.resid_pre, false, true);
-            capture(names[model::HookId::ln1], L.xn1);
-            capture(names[rope ? model::HookId::rot_q : model::HookId::q], L.q);
-            capture(names[rope ? model::HookId::rot_k : model::HookId::k], L.k);
-            capture(names[model::HookId::v], L.v);
+            capture(names[model::HookId::ln1], L.xn1, linear_in);
+            capture(names[rope ? model::HookId::rot_q : model::HookId::q], L.q, scores_in);
+            capture(names[rope ? model::HookId::rot_k : model::HookId::k], L.k, scores_in);
+            capture(names[model::HookId::v], L.v, values_in);
             capture(names[model::HookId::pattern], L.pattern, /*cols_from_last=*/true);
             if (c.gate != model::GateKind::none) capture(names[model::HookId::gate], L.gate);
-            capture(names[model::HookId::z], L.z);
+            capture(names[model::HookId::z], L.z, sub_in);
             // The sub-layer outputs only enter the post-norm backward (N(x + F(x)) needs x + F(x)).
             const bool post = c.norm_placement == model::NormPlacement::post;
             if (post) capture(names[model::HookId::attn_out], L.attn_out);
             else check_only(names[model::HookId::attn_out]);
             capture(names[model::HookId::resid_mid], L.resid_mid, false, true);
             if (c.ffn != model::FfnKind::none) {
-                capture(names[model::HookId::ln2], L.xn2);
+                capture(names[model::HookId::ln2], L.xn2, sub_in);
                 if (c.ffn == model::FfnKind::swiglu || c.ffn == model::FfnKind::gelu) {
                     capture(names[model::HookId::mlp_pre], L.pre);
-                    capture(names[model::HookId::mlp_post], L.post);
+                    capture(names[model::HookId::mlp_post], L.post, sub_in);
                 }
                 if (c.ffn == model::FfnKind::swiglu) capture(names[model::HookId::mlp_pre_linear], L.pre_linear);
                 if (post) capture(names[model::HookId::mlp_out], L.mlp_out);
@@ -123,9 +148,15 @@ public:
         tape_.sink = c_.attention == model::AttentionKind::sink_token ? 1 : 0;
         tape_.n = std::int64_t(tokens.size()) + tape_.sink;
         tape_.nonfinite.clear();
+        linear_bits_ = model::products_in_bf16<T>();
+        attention_bits_ = model::attention_in_bf16<T>();
         tape_.logits = model::forward(c_, w, tokens, &hooks_);
         return tape_;
     }
+
+    // Whether operands may be kept as bf16 bits (default true); false keeps every activation in float,
+    // the reference the tests compare the bits against.
+    void keep_bf16_operands(bool on) { allow_bits_ = on; }
 
     Tape<T>& tape() { return tape_; }
     const model::Config& config() const { return c_; }
@@ -178,8 +209,33 @@ private:
         });
     }
 
+    // A SavedOperand's readers: the attention's products (q·kᵀ, p·v) or the linear layers'; `bits_ok`:
+    // the config reads it only in products (see the constructor).
+    struct Operand {
+        bool attention;
+        bool bits_ok;
+    };
+    void capture(const std::string& name, SavedOperand<T>& dst, Operand use) {
+        hooks_.add(name, [this, &dst, use](const std::string& nm, model::ActivationRef<T>& x) {
+            const std::int64_t size = x.size(), rows = x.shape.front();
+            dst.in_bits = allow_bits_ && use.bits_ok && (use.attention ? attention_bits_ : linear_bits_);
+            if constexpr (std::is_same_v<T, float>) {
+                if (dst.in_bits) {
+                    dst.bits.assign(x.data, rows, size / rows);
+                    if (check_ == FiniteCheck::all) check(nm, x.data, size);
+                    return;
+                }
+            }
+            dst.value.resize(rows, size / rows);
+            const bool finite = stream_copy(dst.value.data(), x.data, size);
+            if (check_ == FiniteCheck::all && !finite && tape_.nonfinite.empty()) tape_.nonfinite = nm;
+        });
+    }
+
     model::Config c_;
     FiniteCheck check_;
+    bool linear_bits_ = false, attention_bits_ = false;  // this record's products run in bf16
+    bool allow_bits_ = true;
     Tape<T> tape_;
     model::HookSet<T> hooks_;
 };
