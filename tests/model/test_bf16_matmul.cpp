@@ -277,6 +277,70 @@ TEST_CASE("ScopedBf16Reuse: one conversion serves m and mᵀ, an operand of anot
     }
 }
 
+TEST_CASE("offered bf16 bits serve the next bf16 operation on x only, and only that one", "[model]") {
+    if (!bf16_matmul_available()) { WARN("built without oneDNN: no bf16 products to test"); return; }
+    std::mt19937_64 rng(23);
+    const MatF x = random_matrix(rng, 9, 20, 0), y = random_matrix(rng, 9, 20, 0), W = random_matrix(rng, 12, 20, 0);
+    auto times_wt = [&](const MatF& a) {  // a Wᵀ, as a linear layer's forward
+        MatF out(a.rows(), 12);
+        bf16_matmul(out.data(), 12, matrix_ref(a), matrix_ref(W).transposed(), false);
+        return out;
+    };
+    const MatF plain = times_wt(x), plain_y = times_wt(y);
+    // Offer bits that are *not* x's rounding (those of 2x, doubling is exact), so that taking them shows.
+    const MatF x2 = 2.0f * x;
+    Bf16Matrix doubled;
+    doubled.assign(x2.data(), x2.rows(), x2.cols());
+    offer_bf16_bits(x.data(), doubled);
+    CHECK(times_wt(x) == MatF(2.0f * plain));  // taken
+    CHECK(times_wt(x) == plain);               // … by that product only
+    offer_bf16_bits(x.data(), doubled);
+    CHECK(times_wt(y) == plain_y);  // another matrix's product drops the offer …
+    CHECK(times_wt(x) == plain);    // … so it is gone for x too
+    offer_bf16_bits(x.data(), doubled);
+    MatF part(4, 12);  // x's top rows: the same address, another shape
+    bf16_matmul(part.data(), 12, matrix_ref(x.topRows(4)), matrix_ref(W).transposed(), false);
+    CHECK(part == MatF(plain.topRows(4)));
+    offer_bf16_bits(x.data(), doubled);
+    withdraw_bf16_offer();
+    CHECK(times_wt(x) == plain);
+    {  // a ScopedBf16Reuse of x takes the offer and serves every product of its scope with it
+        const ScopedMatmulPrecision bf16_thread(MatmulPrecision::bf16);
+        offer_bf16_bits(x.data(), doubled);
+        const ScopedBf16Reuse reuse(x);
+        CHECK(times_wt(x) == MatF(2.0f * plain));
+        CHECK(times_wt(x) == MatF(2.0f * plain));
+        CHECK(times_wt(y) == plain_y);
+    }
+    CHECK(times_wt(x) == plain);
+}
+
+TEST_CASE("a Bf16Matrix's blocks are product operands: the same products as the float matrix they round", "[model]") {
+    if (!bf16_matmul_available()) { WARN("built without oneDNN: no bf16 products to test"); return; }
+    std::mt19937_64 rng(29);
+    const MatF A = random_matrix(rng, 30, 24, 0), B = random_matrix(rng, 24, 40, 0);
+    Bf16Matrix a, b;
+    a.assign(A.data(), A.rows(), A.cols());
+    b.assign(B.data(), B.rows(), B.cols());
+    REQUIRE(a.rows == 30);
+    REQUIRE(a.cols == 24);
+    auto product = [](const MatrixRef& l, const MatrixRef& r) {
+        MatF out(l.rows, r.cols);
+        bf16_matmul(out.data(), r.cols, l, r, false);
+        return out;
+    };
+    // whole matrices, interior blocks (strided: packed), transposes
+    CHECK(product(a.ref(), b.ref()) == product(matrix_ref(A), matrix_ref(B)));
+    CHECK(product(a.block(3, 5, 10, 8), b.block(2, 7, 8, 11)) ==
+          product(matrix_ref(A.block(3, 5, 10, 8)), matrix_ref(B.block(2, 7, 8, 11))));
+    CHECK(product(a.middle_cols(4, 6).transposed(), a.middle_cols(10, 9)) ==
+          product(matrix_ref(A.middleCols(4, 6)).transposed(), matrix_ref(A.middleCols(10, 9))));
+    CHECK(product(b.ref().transposed(), a.ref().transposed()) == product(matrix_ref(B).transposed(), matrix_ref(A).transposed()));
+    // and they are rounded: not the float32 product
+    const MatF exact = A * B;
+    CHECK((product(a.ref(), b.ref()) - exact).cwiseAbs().maxCoeff() > 1e-4f);
+}
+
 TEST_CASE("the attention's products in bf16: blocks of larger matrices, transposes, scale and accumulation", "[model]") {
     if (!bf16_matmul_available()) { WARN("built without oneDNN: no bf16 products to test"); return; }
     // As attention_block_backward uses them: operands are column blocks of row-major (T × H·d_h) matrices

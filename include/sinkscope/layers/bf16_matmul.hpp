@@ -205,16 +205,25 @@ inline void pack_bf16(Bf16Bits& out, const MatrixRef& m, bool& transposed) {
 
 // A bf16 copy of a float matrix kept for several products, in the matrix's storage order: it serves the
 // matrix and its transpose (the forward's Wᵀ and the backward's W; dout in dout·W and doutᵀ·x).
+// `external`: bits owned elsewhere (an offer taken, offer_bf16_bits), of the dense row-major `source`.
 struct KeptBf16 {
     MatrixRef source{};
     bool transposed = false;
     Bf16Bits bits;
+    const std::uint16_t* external = nullptr;
 };
 inline bool same_layout(const MatrixRef& x, const MatrixRef& y) {
     return x.rows == y.rows && x.cols == y.cols && x.row_stride == y.row_stride && x.col_stride == y.col_stride;
 }
 // The bits of `m` from `copy`, converting m into it unless it already holds m or mᵀ; `transposed` as pack_bf16's.
 inline const std::uint16_t* kept_bits(KeptBf16& copy, const MatrixRef& m, bool& transposed) {
+    if (copy.external) {
+        if (same_layout(copy.source, m) || same_layout(copy.source.transposed(), m)) {
+            transposed = !same_layout(copy.source, m);
+            return copy.external;
+        }
+        copy.external = nullptr;  // another shape at the same address: convert it
+    }
     if (copy.bits.empty() || !(same_layout(copy.source, m) || same_layout(copy.source.transposed(), m))) {
         copy.source = m;
         pack_bf16(copy.bits, m, copy.transposed);
@@ -246,6 +255,10 @@ struct OneDnn {
     std::vector<std::pair<const float*, KeptBf16>> reused;
     std::vector<Bf16Bits> spare;  // buffers of ended reuse scopes, kept for the next ones
     std::vector<float> dense_c;    // the output of a product whose C is strided (run_bf16_matmul)
+    // Bits offered to the next bf16 operation (offer_bf16_bits): the rounding of the dense row-major
+    // float matrix `offer` (data null: none).
+    MatrixRef offer{nullptr, 0, 0, 0, 0};
+    const std::uint16_t* offer_bits = nullptr;
 };
 inline OneDnn& onednn() {
     thread_local OneDnn o;
@@ -254,8 +267,18 @@ inline OneDnn& onednn() {
 
 // The bits of operand `m` (packed into `scratch`, or a kept copy when m is declared reused), and whether
 // they are stored transposed.
+// The offered bits if they are m's (m is the offered matrix or its transpose), else null.
+inline const std::uint16_t* offered_bits(const OneDnn& o, const MatrixRef& m, bool& transposed) {
+    if (!o.offer.data || m.data != o.offer.data || m.bits) return nullptr;
+    if (!same_layout(o.offer, m) && !same_layout(o.offer.transposed(), m)) return nullptr;
+    transposed = !same_layout(o.offer, m);
+    return o.offer_bits;
+}
+inline void drop_offer(OneDnn& o) { o.offer.data = nullptr; o.offer_bits = nullptr; }
+
 inline const std::uint16_t* operand_bits(OneDnn& o, Bf16Bits& scratch, const MatrixRef& m, bool& transposed) {
     if (m.bits) return dense_bits(scratch, m, transposed);
+    if (const std::uint16_t* b = offered_bits(o, m, transposed)) return b;
     for (auto it = o.reused.rbegin(); it != o.reused.rend(); ++it)
         if (it->first == m.data) return kept_bits(it->second, m, transposed);
     pack_bf16(scratch, m, transposed);
@@ -349,6 +372,12 @@ public:
                 copy.bits.clear();
                 o.spare.pop_back();
             }
+            bool transposed = false;
+            if (const std::uint16_t* offered = detail::offered_bits(o, matrix_ref(m), transposed); offered && !transposed) {
+                copy.source = matrix_ref(m);
+                copy.external = offered;
+            }
+            detail::drop_offer(o);
             o.reused.push_back({data_, std::move(copy)});
         }
     }
@@ -389,6 +418,19 @@ struct Bf16Matrix {
     MatrixRef middle_cols(std::int64_t c0, std::int64_t nc) const { return block(0, c0, rows, nc); }
 };
 
+// Offers `b`, the bf16 rounding of the dense row-major float matrix x (b.rows × b.cols at x), to the next
+// bf16 operation on this thread (a bf16 product or a ScopedBf16Reuse): if that reads x (or xᵀ), it uses
+// these bits instead of rounding x again. That next operation takes or drops the offer, so it lasts
+// exactly until then; x and b must not change before it. The training tape offers the bits it has just
+// made of an activation to the product that reads the activation next (train/tape.hpp).
+inline void offer_bf16_bits(const float* x, const Bf16Matrix& b) {
+    detail::OneDnn& o = detail::onednn();
+    o.offer = {x, b.rows, b.cols, b.cols, 1};
+    o.offer_bits = b.bits.data();
+}
+// Withdraws an offer that no operation took (a no-op when there is none).
+inline void withdraw_bf16_offer() { detail::drop_offer(detail::onednn()); }
+
 // C (M × N, row-major float, contiguous rows of stride ldc ≥ N) = / += A (M × K) · B (K × N), A and B
 // rounded to bf16 (see the top of this file). b_is_weight: B is a weight matrix that does not change in
 // the thread's current epoch (ScopedMatmulPrecision), so its bf16 copy may be kept and reused.
@@ -412,6 +454,7 @@ inline void bf16_matmul(float* C, std::int64_t ldc, const MatrixRef& A, const Ma
         b_bits = detail::operand_bits(o, o.b, B, bt);
     }
     detail::run_bf16_matmul(o, C, ldc, a_bits, at, b_bits, bt, M, N, K, accumulate);
+    detail::drop_offer(o);
 #else
     (void)C; (void)ldc; (void)accumulate; (void)K; (void)b_is_weight;
     detail::no_onednn();
@@ -432,6 +475,7 @@ inline void bf16_matmul_weight_bits(float* C, std::int64_t ldc, const MatrixRef&
     const std::uint16_t* a_bits = detail::operand_bits(o, o.a, A, at);
     // Wᵀ (K × N) is W's row-major storage read column-major: entry (k, n) at n·K + k.
     detail::run_bf16_matmul(o, C, ldc, a_bits, at, w_bits, /*bt=*/true, M, N, K, accumulate);
+    detail::drop_offer(o);
 #else
     (void)C; (void)ldc; (void)w_bits; (void)accumulate;
     detail::no_onednn();

@@ -150,6 +150,10 @@ public:
         tape_.nonfinite.clear();
         linear_bits_ = model::products_in_bf16<T>();
         attention_bits_ = model::attention_in_bf16<T>();
+        struct Withdraw {  // no offer outlives the forward, even one that throws
+            bool active;
+            ~Withdraw() { if (active) model::withdraw_bf16_offer(); }
+        } withdraw{linear_bits_ && allow_bits_};
         tape_.logits = model::forward(c_, w, tokens, &hooks_);
         return tape_;
     }
@@ -223,6 +227,10 @@ private:
                 if (dst.in_bits) {
                     dst.bits.assign(x.data, rows, size / rows);
                     if (check_ == FiniteCheck::all) check(nm, x.data, size);
+                    // The forward's next product reads this activation (W_Q/K/V, W_O, the FFN's inputs,
+                    // W_down): it takes these bits instead of rounding it again. (The attention's operands
+                    // are read in blocks, which an offer does not cover.)
+                    if (!use.attention) model::offer_bf16_bits(x.data, dst.bits);
                     return;
                 }
             }
