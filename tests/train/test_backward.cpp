@@ -159,10 +159,11 @@ TEST_CASE("bf16 training: the tape's bf16 operands give exactly the gradients of
         WARN("this build has no oneDNN: no bf16 products to compare");
         return;
     }
-    // The recorder keeps activations that only feed bf16 products as their bf16 rounding; the products
-    // then read those bits instead of rounding a float copy. Same bits, same arithmetic: the gradients
-    // must agree exactly, and variants whose backward needs the float values (QK-norm, sandwich norms,
-    // a KV bias) must keep them float rather than fail.
+    // The recorder keeps activations that only feed bf16 products as their bf16 rounding, offers them
+    // to the forward's products, and lets the SwiGLU backward round its gradients as it makes them; the
+    // products then read those bits instead of rounding float copies. Same bits, same arithmetic: the
+    // gradients must agree exactly, and variants whose backward needs the float values (QK-norm,
+    // sandwich norms, a KV bias, b_up) must keep them float rather than fail.
     const auto variants = all_variants();
     const auto i = GENERATE_COPY(range<std::size_t>(0, all_variants().size()));
     Config c = test::tiny_llama_config();

@@ -411,6 +411,13 @@ struct Bf16Matrix {
         bits.resize(std::size_t(r * c));
         detail::convert_bf16(bits.data(), x, r * c);
     }
+    // Sized for rows × cols, entries unset (fill them with row()).
+    void resize(std::int64_t r, std::int64_t c) {
+        rows = r;
+        cols = c;
+        bits.resize(std::size_t(r * c));
+    }
+    std::uint16_t* row(std::int64_t t) { return bits.data() + t * cols; }
     MatrixRef ref() const { return block(0, 0, rows, cols); }
     MatrixRef block(std::int64_t r0, std::int64_t c0, std::int64_t nr, std::int64_t nc) const {
         return {nullptr, nr, nc, cols, 1, bits.data() + r0 * cols + c0};

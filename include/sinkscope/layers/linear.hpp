@@ -106,4 +106,14 @@ void linear_backward(Mat<T>* dinp, Mat<T>& dweight, Vec<T>* dbias, const Mat<T>&
     else if (dinp) dinp->noalias() += dout * weight;
 }
 
+// The same products with dout given as its bf16 rounding, made by the caller as it computed dout (the
+// SwiGLU backward does so row by row): what linear_backward computes under bf16 products from a float
+// dout, without storing dout in float and reading it back to round it. No bias (its sum needs the floats).
+inline void linear_backward_bf16_dout(Mat<float>* dinp, Mat<float>& dweight, const model::Bf16Matrix& dout,
+                                      const model::ProductInput<float>& inp, const Mat<float>& weight, bool dinp_first = false) {
+    if (dinp && dinp_first) dinp->resize(dout.rows, weight.cols());
+    model::bf16_matmul(dweight.data(), dweight.cols(), dout.ref().transposed(), inp.ref(), true);
+    if (dinp) model::bf16_matmul(dinp->data(), dinp->cols(), dout.ref(), model::matrix_ref(weight), !dinp_first, true);
+}
+
 }  // namespace sinkscope::train

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
@@ -229,19 +230,46 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
             Mat<T> dpost;
             linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post.input(), w.w_down, /*dinp_first=*/true);
             // hidden = act(gate) ⊙ up:   dgate = dhidden ⊙ up ⊙ act'(gate),   dup = dhidden ⊙ act(gate)
-            Mat<T> dgate(n, c.d_ff), dup(n, c.d_ff);
+            Mat<T> dgate, dup;
             if (c.activation == model::Activation::silu) {
                 // σ once per entry, with Eigen's vectorised exp: silu = x σ,  silu' = σ (1 + x (1 − σ)).
                 // Row by row, so that σ stays in cache between its two uses (no (n × d_ff) buffer).
-                Eigen::Array<T, 1, Eigen::Dynamic> sg(c.d_ff);
+                // Under bf16 products each row is rounded to bf16 as it is made, for the products that
+                // are its only readers (dup too when there is no b_up, whose sum needs the floats).
+                const bool gate_bits = model::products_in_bf16<T>() && tp.round_gradients;
+                const bool up_bits = gate_bits && dw.b_up.size() == 0;
+                model::Bf16Matrix dgate_b, dup_b;
+                if (gate_bits) dgate_b.resize(n, c.d_ff);
+                else dgate.resize(n, c.d_ff);
+                if (up_bits) dup_b.resize(n, c.d_ff);
+                else dup.resize(n, c.d_ff);
+                Eigen::Array<T, 1, Eigen::Dynamic> sg(c.d_ff), row(c.d_ff);
                 for (std::int64_t t = 0; t < n; ++t) {
                     const auto x = tp.pre.row(t).array();
                     const auto dh = dpost.row(t).array();
                     sg = (T(1) + (-x).exp()).inverse();
-                    dup.row(t).array() = dh * x * sg;
-                    dgate.row(t).array() = dh * tp.pre_linear.row(t).array() * sg * (T(1) + x * (T(1) - sg));
+                    if constexpr (std::is_same_v<T, float>) {
+                        if (up_bits) { row = dh * x * sg; model::detail::convert_bf16(dup_b.row(t), row.data(), c.d_ff); }
+                        if (gate_bits) {
+                            row = dh * tp.pre_linear.row(t).array() * sg * (T(1) + x * (T(1) - sg));
+                            model::detail::convert_bf16(dgate_b.row(t), row.data(), c.d_ff);
+                        }
+                    }
+                    if (!up_bits) dup.row(t).array() = dh * x * sg;
+                    if (!gate_bits) dgate.row(t).array() = dh * tp.pre_linear.row(t).array() * sg * (T(1) + x * (T(1) - sg));
+                }
+                if constexpr (std::is_same_v<T, float>) {
+                    if (gate_bits) {
+                        std::optional<model::ScopedBf16Reuse> reuse;  // a float inp is converted once for both dW products
+                        if (inp.value) reuse.emplace(*inp.value);
+                        linear_backward_bf16_dout(&dinp, dw.w_gate, dgate_b, inp, w.w_gate);
+                        if (up_bits) linear_backward_bf16_dout(&dinp, dw.w_up, dup_b, inp, w.w_up);
+                        else linear_backward(&dinp, dw.w_up, &dw.b_up, dup, inp, w.w_up);
+                        return;
+                    }
                 }
             } else {
+                dgate.resize(n, c.d_ff);
                 Mat<T> act;
                 model::activation_forward(act, tp.pre, c.activation);
                 dgate.setZero();

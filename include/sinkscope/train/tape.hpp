@@ -74,6 +74,9 @@ struct LayerTape {
     Mat<T> pre, pre_linear;    // (n, d_ff)     FFN gate pre-activation / up projection
     SavedOperand<T> post;      // (n, d_ff)     FFN hidden, the input of W_down
     Mat<T> mlp_out;            // (n, d)        post-norm only (empty otherwise)
+    // The backward may round gradients that only feed bf16 products to bf16 as it makes them (the SwiGLU
+    // backward's dgate and dup): set with the bf16 operands (TapeRecorder::keep_bf16_operands).
+    bool round_gradients = false;
 };
 
 template <class T>
@@ -154,12 +157,14 @@ public:
             bool active;
             ~Withdraw() { if (active) model::withdraw_bf16_offer(); }
         } withdraw{linear_bits_ && allow_bits_};
+        for (auto& L : tape_.layers) L.round_gradients = linear_bits_ && allow_bits_;
         tape_.logits = model::forward(c_, w, tokens, &hooks_);
         return tape_;
     }
 
-    // Whether operands may be kept as bf16 bits (default true); false keeps every activation in float,
-    // the reference the tests compare the bits against.
+    // Whether operands may be kept as bf16 bits (default true); false keeps every activation in float
+    // (and the backward's gradients too, LayerTape::round_gradients): the reference the tests compare
+    // the bits against.
     void keep_bf16_operands(bool on) { allow_bits_ = on; }
 
     Tape<T>& tape() { return tape_; }
