@@ -411,6 +411,16 @@ struct Bf16Matrix {
         bits.resize(std::size_t(r * c));
         detail::convert_bf16(bits.data(), x, r * c);
     }
+    // The bf16 rounding of x (r × heads·c, row-major, contiguous) stored head-major: head h's (r × c)
+    // columns become rows [h·r, h·r + r) of this (heads·r × c) matrix, so that any row block of one head
+    // is dense (a product operand without a copy).
+    void assign_head_major(const float* x, std::int64_t r, std::int64_t heads, std::int64_t c) {
+        rows = heads * r;
+        cols = c;
+        bits.resize(std::size_t(rows * c));
+        for (std::int64_t t = 0; t < r; ++t)
+            for (std::int64_t h = 0; h < heads; ++h) detail::convert_bf16(bits.data() + (h * r + t) * c, x + (t * heads + h) * c, c);
+    }
     // Sized for rows × cols, entries unset (fill them with row()).
     void resize(std::int64_t r, std::int64_t c) {
         rows = r;

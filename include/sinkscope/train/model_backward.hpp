@@ -73,15 +73,15 @@ void add_gradients(model::Weights<T>& acc, model::Weights<T>& g) {
 
 namespace detail {
 
-// A block of a saved operand as a product operand: an Eigen block of its float values, or a MatrixRef of
-// its bf16 bits.
+// Rows [r0, r0 + nr) of head h of a saved q, k or v (n rows, d_h columns per head) as a product operand:
+// an Eigen block of the float (n × heads·d_h) matrix, or a MatrixRef of the head-major bf16 bits (dense).
 template <class T>
-auto operand_block(const Mat<T>& m, std::int64_t r0, std::int64_t c0, std::int64_t nr, std::int64_t nc) {
-    return m.block(r0, c0, nr, nc);
+auto head_block(const Mat<T>& m, std::int64_t, std::int64_t h, std::int64_t r0, std::int64_t nr, std::int64_t dh) {
+    return m.block(r0, h * dh, nr, dh);
 }
-inline model::MatrixRef operand_block(const model::Bf16Matrix& m, std::int64_t r0, std::int64_t c0, std::int64_t nr,
-                                      std::int64_t nc) {
-    return m.block(r0, c0, nr, nc);
+inline model::MatrixRef head_block(const model::Bf16Matrix& m, std::int64_t n, std::int64_t h, std::int64_t r0, std::int64_t nr,
+                                   std::int64_t dh) {
+    return m.block(h * n + r0, 0, nr, dh);
 }
 
 // forward (model::detail::attention_block_forward):
@@ -113,7 +113,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
             const std::int64_t g = h / group;
             if (tp.v.in_bits)
                 model::attention_product(zu.middleCols(h * dh, dh), tp.pattern.middleRows(h * n, n),
-                                         tp.v.bits.middle_cols(g * dh, dh), false, bf16);
+                                         head_block(tp.v.bits, n, g, 0, n, dh), false, bf16);
             else
                 model::attention_product(zu.middleCols(h * dh, dh), tp.pattern.middleRows(h * n, n),
                                          tp.v.value.middleCols(g * dh, dh), false, bf16);
@@ -162,7 +162,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                     auto dSb = dS.topLeftCorner(rows, kw);
                     // z_h = P_h v_g:   dP = dz_h v_gᵀ,   dv_g += P_hᵀ dz_h
                     const model::ScopedBf16Reuse reuse_dz(dzh, bf16);  // a worker thread: bf16 passed in
-                    model::attention_product(dPb, dzh, model::transpose_of(operand_block(V, k0, g * dh, kw, dh)), false, bf16);
+                    model::attention_product(dPb, dzh, model::transpose_of(head_block(V, n, g, k0, kw, dh)), false, bf16);
                     model::attention_product(dv.block(k0, g * dh, kw, dh), P.transpose(), dzh, true, bf16);
                     if (kv_bias) {
                         // z_h += p_slot v_bias:   dp_slot = dz_h · v_bias,   dv_bias += Σ_t p_slot[t] dz_h[t]
@@ -177,8 +177,8 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                     // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
                     dSb *= scale;
                     const model::ScopedBf16Reuse reuse_ds(dSb, bf16);
-                    model::attention_product(dq.block(r0, h * dh, rows, dh), dSb, operand_block(K, k0, g * dh, kw, dh), true, bf16);
-                    model::attention_product(dk.block(k0, g * dh, kw, dh), dSb.transpose(), operand_block(Q, r0, h * dh, rows, dh),
+                    model::attention_product(dq.block(r0, h * dh, rows, dh), dSb, head_block(K, n, g, k0, kw, dh), true, bf16);
+                    model::attention_product(dk.block(k0, g * dh, kw, dh), dSb.transpose(), head_block(Q, n, h, r0, rows, dh),
                                              true, bf16);
                     if (kv_bias) {
                         // s_slot = q_h · k_bias / √d_h   (q is float here: the recorder keeps it so with a KV bias)

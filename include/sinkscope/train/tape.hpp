@@ -50,13 +50,14 @@ enum class FiniteCheck { none, sentinels, all };
 // recorder keeps its bf16 rounding instead of its float values: half the memory traffic, and the
 // backward's products use the bits as they are instead of rounding the float copy again — the same bits,
 // so the same arithmetic. `in_bits` says which of the two is current; the other keeps its memory.
+// q, k and v are kept head-major as bits (Bf16Matrix::assign_head_major): the attention backward reads
+// row blocks of one head at a time.
 template <class T>
 struct SavedOperand {
     Mat<T> value;
     model::Bf16Matrix bits;
     bool in_bits = false;
     model::ProductInput<T> input() const { return in_bits ? model::ProductInput<T>(bits) : model::ProductInput<T>(value); }
-    std::int64_t rows() const { return in_bits ? bits.rows : value.rows(); }
 };
 
 // Saved activations of one block; n = positions (T, or T + 1 with a sink token).
@@ -106,15 +107,16 @@ public:
         // KV-bias slot multiplies q in float (and q, k, v are kept alike).
         const bool sandwich = c.norm_placement == model::NormPlacement::sandwich;
         const Operand linear_in{false, !c.qk_norm}, sub_in{false, !sandwich};
-        const Operand scores_in{true, c.attention != model::AttentionKind::kv_bias}, values_in = scores_in;
+        const bool qkv_bits = c.attention != model::AttentionKind::kv_bias;
+        const Operand q_in{true, qkv_bits, c.n_heads}, kv_in{true, qkv_bits, c.n_kv_heads};
         for (std::int64_t l = 0; l < c.n_layers; ++l) {
             LayerTape<T>& L = tape_.layers[l];
             const model::BlockNames names(l);
             capture(names[model::HookId::resid_pre], L.resid_pre, false, true);
             capture(names[model::HookId::ln1], L.xn1, linear_in);
-            capture(names[rope ? model::HookId::rot_q : model::HookId::q], L.q, scores_in);
-            capture(names[rope ? model::HookId::rot_k : model::HookId::k], L.k, scores_in);
-            capture(names[model::HookId::v], L.v, values_in);
+            capture(names[rope ? model::HookId::rot_q : model::HookId::q], L.q, q_in);
+            capture(names[rope ? model::HookId::rot_k : model::HookId::k], L.k, kv_in);
+            capture(names[model::HookId::v], L.v, kv_in);
             capture(names[model::HookId::pattern], L.pattern, /*cols_from_last=*/true);
             if (c.gate != model::GateKind::none) capture(names[model::HookId::gate], L.gate);
             capture(names[model::HookId::z], L.z, sub_in);
@@ -223,6 +225,7 @@ private:
     struct Operand {
         bool attention;
         bool bits_ok;
+        std::int64_t heads = 1;  // attention operands: kept head-major, with this many heads
     };
     void capture(const std::string& name, SavedOperand<T>& dst, Operand use) {
         hooks_.add(name, [this, &dst, use](const std::string& nm, model::ActivationRef<T>& x) {
@@ -230,7 +233,8 @@ private:
             dst.in_bits = allow_bits_ && use.bits_ok && (use.attention ? attention_bits_ : linear_bits_);
             if constexpr (std::is_same_v<T, float>) {
                 if (dst.in_bits) {
-                    dst.bits.assign(x.data, rows, size / rows);
+                    if (use.attention) dst.bits.assign_head_major(x.data, rows, use.heads, size / rows / use.heads);
+                    else dst.bits.assign(x.data, rows, size / rows);
                     if (check_ == FiniteCheck::all) check(nm, x.data, size);
                     // The forward's next product reads this activation (W_Q/K/V, W_O, the FFN's inputs,
                     // W_down): it takes these bits instead of rounding it again. (The attention's operands
