@@ -138,14 +138,20 @@ std::vector<Variant> all_variants() {
     return v;
 }
 
+// The tiny test model with a variant's edits.
+Config variant_config(const Variant& v) {
+    Config c = test::tiny_llama_config();
+    v.edit(c);
+    c.validate();
+    return c;
+}
+
 }  // namespace
 
 TEST_CASE("gradients of every variant match central differences (double)", "[train][backward][grad]") {
     const auto variants = all_variants();
     const auto i = GENERATE_COPY(range<std::size_t>(0, all_variants().size()));
-    Config c = test::tiny_llama_config();
-    variants[i].edit(c);
-    c.validate();
+    const Config c = variant_config(variants[i]);
     INFO("variant: " << variants[i].name);
     // long sequences (several attention row blocks) cost ~20× more per loss evaluation: fewer samples
     const int per_tensor = variants[i].T > 64 ? 3 : 10;
@@ -166,9 +172,7 @@ TEST_CASE("bf16 training: the tape's bf16 operands give exactly the gradients of
     // sandwich norms, a KV bias, b_up) must keep them float rather than fail.
     const auto variants = all_variants();
     const auto i = GENERATE_COPY(range<std::size_t>(0, all_variants().size()));
-    Config c = test::tiny_llama_config();
-    variants[i].edit(c);
-    c.validate();
+    const Config c = variant_config(variants[i]);
     INFO("variant: " << variants[i].name);
     const auto w = test::random_test_weights<float>(c, 300 + i);
     const auto seq = test::random_tokens(variants[i].T + 1, c.vocab_size, 311 + i);

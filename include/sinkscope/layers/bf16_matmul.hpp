@@ -265,8 +265,6 @@ inline OneDnn& onednn() {
     return o;
 }
 
-// The bits of operand `m` (packed into `scratch`, or a kept copy when m is declared reused), and whether
-// they are stored transposed.
 // The offered bits if they are m's (m is the offered matrix or its transpose), else null.
 inline const std::uint16_t* offered_bits(const OneDnn& o, const MatrixRef& m, bool& transposed) {
     if (!o.offer.data || m.data != o.offer.data || m.bits) return nullptr;
@@ -276,6 +274,8 @@ inline const std::uint16_t* offered_bits(const OneDnn& o, const MatrixRef& m, bo
 }
 inline void drop_offer(OneDnn& o) { o.offer.data = nullptr; o.offer_bits = nullptr; }
 
+// The bits of operand `m` (bits it already holds, packed densely when strided; bits offered for it; a
+// kept copy when m is declared reused; or m packed into `scratch`), and whether they are stored transposed.
 inline const std::uint16_t* operand_bits(OneDnn& o, Bf16Bits& scratch, const MatrixRef& m, bool& transposed) {
     if (m.bits) return dense_bits(scratch, m, transposed);
     if (const std::uint16_t* b = offered_bits(o, m, transposed)) return b;
