@@ -432,7 +432,6 @@ struct Bf16Matrix {
     MatrixRef block(std::int64_t r0, std::int64_t c0, std::int64_t nr, std::int64_t nc) const {
         return {nullptr, nr, nc, cols, 1, bits.data() + r0 * cols + c0};
     }
-    MatrixRef middle_cols(std::int64_t c0, std::int64_t nc) const { return block(0, c0, rows, nc); }
 };
 
 // Offers `b`, the bf16 rounding of the dense row-major float matrix x (b.rows × b.cols at x), to the next

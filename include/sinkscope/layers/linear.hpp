@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -63,6 +64,18 @@ struct ProductInput {
         if (!value) throw Error(where + ": needs the float values of an activation that was kept as bf16 bits");
         return *value;
     }
+};
+
+// ScopedBf16Reuse for a float input (converted once for every product of the scope); bits need none.
+template <class T>
+class ScopedInputReuse {
+public:
+    explicit ScopedInputReuse(const ProductInput<T>& in) {
+        if (in.value) reuse_.emplace(*in.value);
+    }
+
+private:
+    std::optional<ScopedBf16Reuse> reuse_;
 };
 
 // A parameter type that takes no part in template argument deduction (std::type_identity_t, C++20):

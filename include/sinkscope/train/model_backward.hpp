@@ -12,7 +12,6 @@
 #include <Eigen/Core>
 #include <cmath>
 #include <cstdint>
-#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -84,6 +83,15 @@ inline model::MatrixRef head_block(const model::Bf16Matrix& m, std::int64_t n, s
     return m.block(h * n + r0, 0, nr, dh);
 }
 
+// Calls fn(q, k, v) with the saved q, k, v as float matrices or as their bf16 bits (the recorder keeps
+// all three alike); head_block() takes blocks of either.
+template <class T, class Fn>
+void with_saved_qkv(const LayerTape<T>& tp, Fn&& fn) {
+    require(tp.q.in_bits == tp.k.in_bits && tp.k.in_bits == tp.v.in_bits, "attention backward: q, k and v saved differently");
+    if (tp.q.in_bits) fn(tp.q.bits, tp.k.bits, tp.v.bits);
+    else fn(tp.q.value, tp.k.value, tp.v.value);
+}
+
 // forward (model::detail::attention_block_forward):
 //   q = inp W_Qᵀ + b_Q, k = …, v = …;  [QK-norm];  [RoPE];  P_h = softmax(q_h k_gᵀ/√d_h + mask [+ slot]);
 //   z_h = P_h v_g [+ p_slot v_bias];  [z ⊙= σ(gate)];  out = z W_Oᵀ + b_O
@@ -111,12 +119,10 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
         Mat<T> zu(n, H * dh);  // the ungated z, recomputed: P_h v_g (+ p_slot v_bias)
         for (std::int64_t h = 0; h < H; ++h) {
             const std::int64_t g = h / group;
-            if (tp.v.in_bits)
-                model::attention_product(zu.middleCols(h * dh, dh), tp.pattern.middleRows(h * n, n),
-                                         head_block(tp.v.bits, n, g, 0, n, dh), false, bf16);
-            else
-                model::attention_product(zu.middleCols(h * dh, dh), tp.pattern.middleRows(h * n, n),
-                                         tp.v.value.middleCols(g * dh, dh), false, bf16);
+            with_saved_qkv(tp, [&](const auto&, const auto&, const auto& V) {
+                model::attention_product(zu.middleCols(h * dh, dh), tp.pattern.middleRows(h * n, n), head_block(V, n, g, 0, n, dh),
+                                         false, bf16);
+            });
             if (kv_bias) {
                 const auto ps = (T(1) - tp.pattern.middleRows(h * n, n).rowwise().sum().array()).matrix();
                 zu.middleCols(h * dh, dh).noalias() += ps * w.sink_kv.row(1).segment(g * dh, dh);
@@ -145,8 +151,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     // (bench_train, T 256, 2026-12-02), while Eigen's float products were as fast with 64 as with 128.
     const std::int64_t kBlock = bf16 ? 128 : 64;
     Mat<T> dq = Mat<T>::Zero(n, H * dh), dk = Mat<T>::Zero(n, G * dh), dv = Mat<T>::Zero(n, G * dh);
-    // Q, K, V: the saved q, k, v, as float matrices or as bf16 bits (the recorder keeps all three alike).
-    auto heads = [&](const auto& Q, const auto& K, const auto& V) {
+    with_saved_qkv(tp, [&](const auto& Q, const auto& K, const auto& V) {
 #pragma omp parallel for schedule(static) if (G > 1)
         for (std::int64_t g = 0; g < G; ++g) {
             Mat<T> dP(std::min(kBlock, n), n), dS(std::min(kBlock, n), n);
@@ -189,10 +194,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                 }
             }
         }
-    };
-    require(tp.q.in_bits == tp.k.in_bits && tp.k.in_bits == tp.v.in_bits, "attention backward: q, k and v saved differently");
-    if (tp.q.in_bits) heads(tp.q.bits, tp.k.bits, tp.v.bits);
-    else heads(tp.q.value, tp.k.value, tp.v.value);
+    });
 
     if (c.positions == model::PositionKind::rope) {
         rope_backward(dq, H, dh, c.rope_base, c.rope_layout);
@@ -210,8 +212,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
         dq.swap(dq_raw);
         dk.swap(dk_raw);
     }
-    std::optional<model::ScopedBf16Reuse> reuse;  // in bf16, a float inp is converted once for the three dW products
-    if (inp.value) reuse.emplace(*inp.value);
+    const model::ScopedInputReuse<T> reuse(inp);  // in bf16, a float inp is converted once for the three dW products
     linear_backward(&dinp, dw.wq, &dw.bq, dq, inp, w.wq);
     linear_backward(&dinp, dw.wk, &dw.bk, dk, inp, w.wk);
     linear_backward(&dinp, dw.wv, &dw.bv, dv, inp, w.wv);
@@ -230,56 +231,52 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
             Mat<T> dpost;
             linear_backward(&dpost, dw.w_down, &dw.b_down, dout, tp.post.input(), w.w_down, /*dinp_first=*/true);
             // hidden = act(gate) ⊙ up:   dgate = dhidden ⊙ up ⊙ act'(gate),   dup = dhidden ⊙ act(gate)
+            // Under bf16 products (silu) each row of dgate and dup is rounded to bf16 as it is made, for
+            // the products that are its only readers (dup only without b_up, whose sum needs the floats).
+            const bool silu = c.activation == model::Activation::silu;
+            const bool gate_bits = silu && model::products_in_bf16<T>() && tp.round_gradients;
+            const bool up_bits = gate_bits && dw.b_up.size() == 0;
             Mat<T> dgate, dup;
-            if (c.activation == model::Activation::silu) {
+            model::Bf16Matrix dgate_b, dup_b;
+            if (silu) {
                 // σ once per entry, with Eigen's vectorised exp: silu = x σ,  silu' = σ (1 + x (1 − σ)).
                 // Row by row, so that σ stays in cache between its two uses (no (n × d_ff) buffer).
-                // Under bf16 products each row is rounded to bf16 as it is made, for the products that
-                // are its only readers (dup too when there is no b_up, whose sum needs the floats).
-                const bool gate_bits = model::products_in_bf16<T>() && tp.round_gradients;
-                const bool up_bits = gate_bits && dw.b_up.size() == 0;
-                model::Bf16Matrix dgate_b, dup_b;
                 if (gate_bits) dgate_b.resize(n, c.d_ff);
                 else dgate.resize(n, c.d_ff);
                 if (up_bits) dup_b.resize(n, c.d_ff);
                 else dup.resize(n, c.d_ff);
                 Eigen::Array<T, 1, Eigen::Dynamic> sg(c.d_ff), row(c.d_ff);
+                auto store = [&](Mat<T>& f, model::Bf16Matrix& b, bool bits, std::int64_t t) {
+                    if constexpr (std::is_same_v<T, float>)
+                        if (bits) return model::detail::convert_bf16(b.row(t), row.data(), c.d_ff);
+                    f.row(t) = row.matrix();
+                };
                 for (std::int64_t t = 0; t < n; ++t) {
                     const auto x = tp.pre.row(t).array();
                     const auto dh = dpost.row(t).array();
                     sg = (T(1) + (-x).exp()).inverse();
-                    if constexpr (std::is_same_v<T, float>) {
-                        if (up_bits) { row = dh * x * sg; model::detail::convert_bf16(dup_b.row(t), row.data(), c.d_ff); }
-                        if (gate_bits) {
-                            row = dh * tp.pre_linear.row(t).array() * sg * (T(1) + x * (T(1) - sg));
-                            model::detail::convert_bf16(dgate_b.row(t), row.data(), c.d_ff);
-                        }
-                    }
-                    if (!up_bits) dup.row(t).array() = dh * x * sg;
-                    if (!gate_bits) dgate.row(t).array() = dh * tp.pre_linear.row(t).array() * sg * (T(1) + x * (T(1) - sg));
-                }
-                if constexpr (std::is_same_v<T, float>) {
-                    if (gate_bits) {
-                        std::optional<model::ScopedBf16Reuse> reuse;  // a float inp is converted once for both dW products
-                        if (inp.value) reuse.emplace(*inp.value);
-                        linear_backward_bf16_dout(&dinp, dw.w_gate, dgate_b, inp, w.w_gate);
-                        if (up_bits) linear_backward_bf16_dout(&dinp, dw.w_up, dup_b, inp, w.w_up);
-                        else linear_backward(&dinp, dw.w_up, &dw.b_up, dup, inp, w.w_up);
-                        return;
-                    }
+                    row = dh * x * sg;
+                    store(dup, dup_b, up_bits, t);
+                    row = dh * tp.pre_linear.row(t).array() * sg * (T(1) + x * (T(1) - sg));
+                    store(dgate, dgate_b, gate_bits, t);
                 }
             } else {
-                dgate.resize(n, c.d_ff);
                 Mat<T> act;
                 model::activation_forward(act, tp.pre, c.activation);
-                dgate.setZero();
+                dgate = Mat<T>::Zero(n, c.d_ff);
                 activation_backward(dgate, Mat<T>(dpost.cwiseProduct(tp.pre_linear)), tp.pre, c.activation);
                 dup = dpost.cwiseProduct(act);
             }
-            std::optional<model::ScopedBf16Reuse> reuse;  // in bf16, a float inp is converted once for both dW products
-            if (inp.value) reuse.emplace(*inp.value);
-            linear_backward<T>(&dinp, dw.w_gate, nullptr, dgate, inp, w.w_gate);
-            linear_backward(&dinp, dw.w_up, &dw.b_up, dup, inp, w.w_up);
+            const model::ScopedInputReuse<T> reuse(inp);  // in bf16, a float inp is converted once for both dW products
+            // dinp += dgate W_gate + dup W_up, from the float gradients or their bits
+            auto backward_of = [&](const Mat<T>& f, const model::Bf16Matrix& b, bool bits, Mat<T>& dweight, Vec<T>* dbias,
+                                   const Mat<T>& weight) {
+                if constexpr (std::is_same_v<T, float>)
+                    if (bits) return linear_backward_bf16_dout(&dinp, dweight, b, inp, weight);
+                linear_backward<T>(&dinp, dweight, dbias, f, inp, weight);
+            };
+            backward_of(dgate, dgate_b, gate_bits, dw.w_gate, nullptr, w.w_gate);
+            backward_of(dup, dup_b, up_bits, dw.w_up, &dw.b_up, w.w_up);
             return;
         }
         case model::FfnKind::gelu: {
