@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -41,8 +42,6 @@
 #include <immintrin.h>
 #endif
 #ifdef SINKSCOPE_HAVE_ONEDNN
-#include <map>
-#include <memory>
 #include <tuple>
 #include <unordered_map>
 #include <oneapi/dnnl/dnnl.hpp>
