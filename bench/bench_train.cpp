@@ -6,7 +6,8 @@
 // bench/run_train_bench.sh in the same session, which prints the ratios.
 //   usage: bench_train [steps=6] [threads=0] [parallel=sequences|gemm] [gemm_n=2048] [precision=float32|bf16]
 // Prints one JSON line: tokens_per_s (median step), step_s, model_gflop_per_step, achieved_gflops,
-// gemm_gflops, fraction_of_gemm, peak_rss_mb, and the settings.
+// gemm_gflops, fraction_of_gemm, model_shape_gemm_gflops, fraction_of_model_shape_gemm (the same share
+// against the model's own product shapes, model_shape_gemm_gflops), peak_rss_mb, and the settings.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -62,6 +63,62 @@ double gemm_gflops_bf16(int n, int reps) {
     return 2.0 * double(n) * n * n / best / 1e9;
 }
 
+// The GEMM rate at the model's own shapes, multiplied the way a training step multiplies them: each of
+// `threads` threads runs its products single-threaded (inside an OpenMP region, as the trainer's
+// sequence workers do), with bf16 operands already rounded (the kept weight copies and the tape's bits)
+// or Eigen float32. Per thread and round, one sequence's linear products of each of the model's layers,
+// forward and backward: x·Wᵀ, dY·W and dYᵀ·x for W_Q, W_K, W_V, W_O, W_gate, W_up and W_down (T rows).
+// The attention's own products (q·kᵀ, p·v: inner dimension d_h or fewer rows) run slower and are left
+// out, so this rate is one the step's products could reach, not a bound they all meet. Best of `reps`
+// rounds of the whole region (all threads).
+double model_shape_gemm_gflops(const model::Config& c, std::int64_t T, int threads, bool bf16, int reps) {
+    const std::int64_t d = c.d_model, q = c.q_dim(), kv = c.kv_dim(), ff = c.d_ff;
+    const std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{q, d}, {kv, d}, {kv, d}, {d, q}, {ff, d}, {ff, d}, {d, ff}};
+    double flop = 0;  // per thread and round
+    for (const auto& [out, in] : shapes) flop += double(c.n_layers) * 3.0 * 2.0 * double(T * out * in);
+    std::vector<double> seconds(std::size_t(reps + 1), 0.0);
+#pragma omp parallel num_threads(threads)
+    {
+        using M = model::Mat<float>;
+        std::vector<M> w, x, dy, c_fwd, c_dx, c_dw;
+        std::vector<model::Bf16Matrix> wb(shapes.size()), xb(shapes.size()), dyb(shapes.size());
+        for (std::size_t i = 0; i < shapes.size(); ++i) {
+            const auto [out, in] = shapes[i];
+            w.push_back(M::Random(out, in));
+            x.push_back(M::Random(T, in));
+            dy.push_back(M::Random(T, out));
+            c_fwd.emplace_back(T, out);
+            c_dx.emplace_back(T, in);
+            c_dw.emplace_back(out, in);
+            wb[i].assign(w[i].data(), out, in);
+            xb[i].assign(x[i].data(), T, in);
+            dyb[i].assign(dy[i].data(), T, out);
+        }
+        for (int r = 0; r < reps + 1; ++r) {  // round 0 creates the primitives and warms the caches
+#pragma omp barrier
+            const auto t0 = clock_type::now();
+            for (std::int64_t l = 0; l < c.n_layers; ++l)
+                for (std::size_t i = 0; i < shapes.size(); ++i) {
+                    const std::int64_t out = shapes[i].first, in = shapes[i].second;
+                    if (bf16) {
+                        model::bf16_matmul(c_fwd[i].data(), out, xb[i].ref(), wb[i].ref().transposed(), false);
+                        model::bf16_matmul(c_dx[i].data(), in, dyb[i].ref(), wb[i].ref(), false);
+                        model::bf16_matmul(c_dw[i].data(), in, dyb[i].ref().transposed(), xb[i].ref(), false);
+                    } else {
+                        c_fwd[i].noalias() = x[i] * w[i].transpose();
+                        c_dx[i].noalias() = dy[i] * w[i];
+                        c_dw[i].noalias() = dy[i].transpose() * x[i];
+                    }
+                }
+#pragma omp barrier
+#pragma omp master
+            seconds[std::size_t(r)] = std::chrono::duration<double>(clock_type::now() - t0).count();
+        }
+    }
+    const double best = *std::min_element(seconds.begin() + 1, seconds.end());
+    return double(threads) * flop / best / 1e9;
+}
+
 int main(int argc, char** argv) {
 #if defined(__GLIBC__)
     // Training allocates and frees the same large activation buffers every step; keep them in the heap
@@ -110,6 +167,7 @@ int main(int argc, char** argv) {
         omp_set_num_threads(nthreads);  // the trainer may have set one thread for its sequence workers
 #endif
         const double gemm = precision == "bf16" ? gemm_gflops_bf16(gemm_n, 3) : gemm_gflops(gemm_n, 3);
+        const double shape_gemm = model_shape_gemm_gflops(c, T, nthreads, precision == "bf16", 5);
         rusage ru{};
         getrusage(RUSAGE_SELF, &ru);
         const nlohmann::json out = {
@@ -117,6 +175,7 @@ int main(int argc, char** argv) {
             {"tokens_per_step", T * t.batch}, {"step_s", step_s}, {"tokens_per_s", double(T * t.batch) / step_s},
             {"model_gflop_per_step", flops / 1e9}, {"achieved_gflops", flops / step_s / 1e9}, {"gemm_n", gemm_n},
             {"gemm_gflops", gemm}, {"fraction_of_gemm", flops / step_s / 1e9 / gemm},
+            {"model_shape_gemm_gflops", shape_gemm}, {"fraction_of_model_shape_gemm", flops / step_s / 1e9 / shape_gemm},
             {"peak_rss_mb", double(ru.ru_maxrss) / 1024.0}, {"last_loss", loss}};
         std::cout << out.dump() << std::endl;
         return 0;

@@ -5,7 +5,8 @@
 # SwiGLU 688, T 256, batch 8, vocab 512. In float32 and in mixed bf16 (sinkscope --precision bf16: oneDNN
 # bf16 products, float32 master weights; PyTorch: torch.autocast bf16). Prints every JSON line, then per
 # precision the median tokens/s of each, the ratio, peak RSS, and the fraction of the machine's GEMM
-# FLOP/s in that precision (Eigen SGEMM; oneDNN bf16) that sinkscope reaches.
+# FLOP/s in that precision (Eigen SGEMM; oneDNN bf16) that sinkscope reaches: against a large square
+# product, and against the model's own product shapes run one thread each (bench_train.cpp).
 # Usage: bench/run_train_bench.sh [threads=$(nproc)] [steps=5] [rounds=3] [precisions="float32 bf16"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,4 +41,8 @@ for precision in dict.fromkeys(r.get("precision", "float32") for r in rows):
     print(f"[{precision}] peak RSS: sinkscope {max(r['peak_rss_mb'] for r in ours):.0f} MB, PyTorch {max(r['peak_rss_mb'] for r in peer):.0f} MB")
     print(f"[{precision}] sinkscope reaches {frac:.0%} of the machine's measured GEMM rate in {precision} ({gemm:.0f} GFLOP/s, "
           f"{ours[0]['gemm_n']}^3, {ours[0]['threads']} threads); model FLOPs/step {ours[0]['model_gflop_per_step']:.1f} G")
+    shape_frac = statistics.median(r["fraction_of_model_shape_gemm"] for r in ours)
+    shape_gemm = statistics.median(r["model_shape_gemm_gflops"] for r in ours)
+    print(f"[{precision}] and {shape_frac:.0%} of the GEMM rate at the model's own product shapes, one thread per "
+          f"product as in training ({shape_gemm:.0f} GFLOP/s)")
 PY
