@@ -25,6 +25,7 @@
 //   condition     concentration: the mean last-checkpoint share has lower bound ≥ (1 + 2/L)/2
 // Null: --random-init SEED trains nothing; every job's only checkpoint is its untrained model → "not applicable".
 // Command: build/experiments/a4_scale_sweep [--preset cpu|text|workstation|gpu] [--device cpu|cuda] [--plan]
+//          [--precision float32|bf16]
 //          [--job I] [--merge] [--seeds 3] [--out out/a4_scale_sweep]   (--preset gpu trains on cuda)
 // Writes: runs/<job>/…, plan.json, checkpoints.csv and checkpoints.npy [rows × columns, names in meta.json],
 //         meta.json (trends with bands, reaches, the verdict).
@@ -86,7 +87,7 @@ Preset make_preset(const std::string& name) {
                     {"text", 4, 64, 2, 128, 1500, 16, 3e-3},
                     {"text", 4, 128, 4, 128, 1500, 16, 2e-3}};
     } else if (name == "workstation") {
-        p.purpose = "hours on a 2-core machine; text needs --text-tokens";
+        p.purpose = "hours on a many-core workstation, days on 2 cores (--plan measures the estimate); text needs --text-tokens";
         for (const std::string task : {"bigram-backcopy", "zipf", "text"}) {
             p.points.push_back({task, 2, 64, 2, 128, 4000, 16, 3e-3});
             p.points.push_back({task, 4, 128, 4, 128, 4000, 16, 2e-3});
@@ -138,7 +139,7 @@ struct TextData {
     std::int64_t vocab = 512, bos = -1;
 };
 
-train::TrainConfig job_config(const Job& j, const TextData& text, std::int64_t eval, bool bos) {
+train::TrainConfig job_config(const Job& j, const TextData& text, std::int64_t eval, bool bos, model::MatmulPrecision precision) {
     const Point& p = j.point;
     TrainSize z{p.layers, p.d_model, p.heads, p.seq_len, 64, 3, p.steps, p.batch, eval, p.lr, 1e-4,
                 p.task == "text" ? "zipf" : p.task, bos, 0, "guo"};
@@ -152,6 +153,7 @@ train::TrainConfig job_config(const Job& j, const TextData& text, std::int64_t e
     });
     t.checkpoint_every = std::max<std::int64_t>(1, p.steps / kRecords);
     t.threads = 0;
+    t.precision = precision;
     return t;
 }
 
@@ -201,6 +203,10 @@ json run_job(const Job& j, const train::TrainConfig& tc, const std::string& dir,
         if (fs::exists(ck) && fs::exists(dir + "/trace.jsonl")) {
             std::cerr << "  resuming " << j.name << " from its checkpoint\n";
             const auto c = train::load_checkpoint<float>(ck);
+            const auto saved = train::TrainConfig::from_json(c.run).precision;
+            require(saved == tc.precision, "resuming " + ck + ": the job was trained with --precision " + model::to_string(saved) +
+                                               ", this run asks for " + model::to_string(tc.precision) + "; give --precision " +
+                                               model::to_string(saved) + " or remove " + dir + " to start it again");
             tr = make(tc, &c, train::make_data(train::TrainConfig::from_json(c.run).task));
         } else {
             fs::remove(dir + "/trace.jsonl");
@@ -304,7 +310,7 @@ int main(int argc, char** argv) {
     std::string preset_name = "cpu";
     std::int64_t seeds = 3, job = -1, eval = 16;
     bool plan = false, merge_only = false, bos = false;
-    std::string device;
+    std::string device, precision = "float32";
     TextData text;
     app.add_option("--preset", preset_name, "cpu | text | workstation | gpu (the grids are in the source)")->capture_default_str();
     app.add_option("--seeds", seeds, "seeds per grid point (the rule needs >= 3)")->capture_default_str();
@@ -314,6 +320,7 @@ int main(int argc, char** argv) {
     app.add_flag("--merge", merge_only, "train nothing: merge the finished jobs in --out and decide");
     app.add_option("--device", device, "cpu | cuda: where the jobs train (default: cuda for --preset gpu, else cpu)")
         ->check(CLI::IsMember({"cpu", "cuda"}));
+    add_precision_option(app, precision);
     app.add_flag("--bos", bos, "synthetic tasks start with [BOS] (not Paper A's premise: a check that the rule responds where a sink forms)");
     app.add_option("--text-tokens", text.path, "uint16 token file for the text task (scripts/make_text_tokens.sh)");
     app.add_option("--text-vocab", text.vocab, "vocabulary of --text-tokens")->capture_default_str();
@@ -325,6 +332,9 @@ int main(int argc, char** argv) {
         require(seeds >= 1, "--seeds must be >= 1");
         if (device.empty()) device = preset.cuda ? "cuda" : "cpu";
         const bool on_gpu = device == "cuda";
+        const model::MatmulPrecision products = matmul_precision_of(precision);
+        if (on_gpu && products != model::MatmulPrecision::float32)
+            throw Error("--precision " + precision + " --device cuda: the CUDA trainer computes in float32 (give --precision float32)");
         if (on_gpu && !train::kDeviceTrainerBuilt && !plan && !merge_only)
             throw Error("--device cuda: this program was built without the CUDA trainer (CMake found no nvcc, or "
                         "SINKSCOPE_CUDA is OFF); rebuild with the CUDA toolkit, or --plan to see the grid");
@@ -339,21 +349,22 @@ int main(int argc, char** argv) {
                 opt, argc, argv);
         run.config() = {{"preset", preset.name}, {"purpose", preset.purpose}, {"seeds", seeds}, {"eval_sequences", eval},
                         {"recipe", std::string("guo (training.hpp), ") + (bos ? "with BOS (--bos: not Paper A's premise)" : "no BOS")},
-                        {"bos", bos}, {"device", device}, {"jobs", json::array()}};
+                        {"bos", bos}, {"device", device}, {"precision", precision}, {"jobs", json::array()}};
         run.meta()["model"] = null_run ? "random weights in each job's layout, never trained (null control; --model ignored)"
                                        : "trained from scratch per job (see config.jobs; --model ignored)";
 
         // ---- plan: the jobs, their size and expected time ----
         // Every flag that changes a job, so that `--plan | parallel` (or a Slurm array) runs the same jobs.
         std::string job_command = std::string(argv[0]) + " --preset " + preset.name + " --seeds " + std::to_string(seeds) +
-                                  " --eval " + std::to_string(eval) + " --out " + run.out() + " --device " + device + (bos ? " --bos" : "");
+                                  " --eval " + std::to_string(eval) + " --out " + run.out() + " --device " + device + (bos ? " --bos" : "") +
+                                  (precision != "float32" ? " --precision " + precision : "");
         if (opt.random_init >= 0) job_command += " --random-init " + std::to_string(opt.random_init);
         if (has_text) job_command += " --text-tokens " + (text.path.empty() ? std::string("FILE") : text.path) + " --text-vocab " +
                                      std::to_string(text.vocab) + (text.heldout.empty() ? "" : " --text-heldout " + text.heldout);
         json plan_j = json::array();
         double total_flop = 0;
         for (std::size_t i = 0; i < jobs.size(); ++i) {
-            const auto tc = job_config(jobs[i], text, eval, bos);
+            const auto tc = job_config(jobs[i], text, eval, bos, products);
             const double n_ne = double(count_non_embedding(tc));
             const double flop = flop_per_token(tc.model, std::int64_t(n_ne), jobs[i].point.seq_len) *
                                 double(tc.batch * jobs[i].point.seq_len * tc.steps);
@@ -370,7 +381,7 @@ int main(int argc, char** argv) {
         if (!on_gpu && !null_run && (plan || whole)) {
             double flop = 0, secs = 0;
             for (std::size_t i : {std::size_t(0), jobs.size() - 1}) {
-                auto tc = job_config(jobs[i], text, eval, bos);
+                auto tc = job_config(jobs[i], text, eval, bos, products);
                 train::Trainer<float> tr(tc, train::make_data(tc.task));
                 tr.step();
                 const auto t0 = Clock::now();
@@ -402,7 +413,7 @@ int main(int argc, char** argv) {
             run.phase(null_run ? "null control: untrained jobs" : "training");
             for (std::size_t i = 0; i < jobs.size(); ++i) {
                 if (job >= 0 && std::int64_t(i) != job) continue;
-                run_job(jobs[i], job_config(jobs[i], text, eval, bos), run.path("runs/" + jobs[i].name), opt.random_init, device);
+                run_job(jobs[i], job_config(jobs[i], text, eval, bos, products), run.path("runs/" + jobs[i].name), opt.random_init, device);
                 run.progress(std::int64_t(i) + 1, std::int64_t(jobs.size()), "jobs");
             }
             require(job < std::int64_t(jobs.size()), "--job " + std::to_string(job) + ": the preset has " + std::to_string(jobs.size()) + " jobs");

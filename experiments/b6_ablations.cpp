@@ -13,6 +13,7 @@
 // 20%, a massive activation — otherwise "not shown at this scale" (rules in the Verdicts below).
 // Null (--random-init SEED): every variant keeps its random initial weights (no training).
 // Command: build/experiments/b6_ablations [--steps 1000] [--seeds 3] [--recipe guo] [--task bigram-backcopy|zipf] [--variants all]
+//          [--precision float32|bf16]
 // Writes: variants.csv (one row per variant and seed), meta.json.
 #include "training.hpp"
 
@@ -53,6 +54,8 @@ int main(int argc, char** argv) {
     app.add_option("--recipe", cfg.size.recipe, "guo | sinkscope (training.hpp; the baseline needs a sink)")->capture_default_str();
     app.add_option("--variants", cfg.variants, "comma-separated variant names, or all")->capture_default_str();
     app.add_option("--seeds", cfg.seeds, "training seeds per variant (mean and interval over seeds)")->capture_default_str();
+    std::string precision = "float32";
+    add_precision_option(app, precision);
     CLI11_PARSE(app, argc, argv);
     if (opt.smoke) { cfg.size = TrainSize{1, 16, 2, 16, 8, 2, 3, 2, 2, 3e-3, 0.1, "bigram-backcopy", true, 0, cfg.size.recipe}; cfg.seeds = 3; }
     const double na = std::nan("");
@@ -103,7 +106,7 @@ int main(int argc, char** argv) {
         run.config() = {{"size", {{"layers", cfg.size.layers}, {"d_model", cfg.size.d_model}, {"heads", cfg.size.heads},
                                   {"seq_len", cfg.size.seq_len}, {"steps", cfg.size.steps}, {"batch", cfg.size.batch},
                                   {"lr", cfg.size.lr}, {"recipe", cfg.size.recipe}, {"bos", cfg.size.bos}}},
-                        {"variants", cfg.variants}, {"seeds", cfg.seeds},
+                        {"variants", cfg.variants}, {"seeds", cfg.seeds}, {"precision", precision},
                         {"loss_windows", "paper 1024-4096 / 2048-4096 of 4096 -> [T/4, T) / [T/2, T)"}};
         Csv csv(run.path("variants.csv"), {"variant", "seed", "val_loss", "sink_ratio", "spike", "spike_ratio", "paper_ppl",
                                            "paper_sink", "paper_spike", "seconds"});
@@ -118,6 +121,7 @@ int main(int argc, char** argv) {
                 const std::uint64_t seed = opt.seed + 1 + 1000 * std::uint64_t(k);  // seed 0 is the single seed of earlier runs
                 const auto tc = train_config(cfg.size, seed, [&](TC& t) {
                     t.optim.weight_decay = cfg.size.weight_decay;  // every recipe: the baseline's 0.1 (see Config)
+                    t.precision = matmul_precision_of(precision);
                     v.apply(t, cfg.size.seq_len);
                 });
                 const auto t0 = Clock::now();

@@ -70,4 +70,17 @@ inline train::TrainConfig train_config(const TrainSize& z, std::uint64_t seed,
 
 inline json train_config_json(const train::TrainConfig& t) { return t.to_json(); }
 
+// --precision, for the experiments that train many models (the sweep, the ablation table): float32, the
+// default and the main job's arithmetic, or bf16 products with float32 accumulation and master weights
+// (TrainConfig::precision; oneDNN; README "Mixed precision": about 2.5x float32 here, 2x PyTorch autocast).
+inline void add_precision_option(CLI::App& app, std::string& precision) {
+    app.add_option("--precision", precision,
+                   "float32 | bf16: the training products (bf16: oneDNN, float32 accumulation and master weights)")
+        ->check(CLI::IsMember({"float32", "bf16"}))
+        ->capture_default_str();
+}
+inline model::MatmulPrecision matmul_precision_of(const std::string& precision) {
+    return precision == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
+}
+
 }  // namespace sinkscope::experiments
