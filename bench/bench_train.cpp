@@ -90,6 +90,7 @@ double model_shape_gemm_gflops(const model::Config& c, std::int64_t T, int threa
             c_fwd.emplace_back(T, out);
             c_dx.emplace_back(T, in);
             c_dw.emplace_back(out, in);
+            if (!bf16) continue;
             wb[i].assign(w[i].data(), out, in);
             xb[i].assign(x[i].data(), T, in);
             dyb[i].assign(dy[i].data(), T, out);
@@ -144,8 +145,7 @@ int main(int argc, char** argv) {
         t.optim.lr = 1e-3; t.optim.warmup_steps = 0; t.optim.total_steps = steps + 1;
         t.threads = threads;
         t.parallel = parallel == "gemm" ? train::Parallelism::gemm : train::Parallelism::sequences;
-        if (precision != "float32" && precision != "bf16") throw Error("precision must be float32 or bf16");
-        t.precision = precision == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
+        t.precision = model::matmul_precision_from_string(precision);
         train::Trainer<float> tr(t, train::make_data(t.task));
         std::vector<double> times;
         double loss = 0;

@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
         require(seeds >= 1, "--seeds must be >= 1");
         if (device.empty()) device = preset.cuda ? "cuda" : "cpu";
         const bool on_gpu = device == "cuda";
-        const model::MatmulPrecision products = matmul_precision_of(precision);
+        const model::MatmulPrecision products = model::matmul_precision_from_string(precision, "--precision");
         if (on_gpu && products != model::MatmulPrecision::float32)
             throw Error("--precision " + precision + " --device cuda: the CUDA trainer computes in float32 (give --precision float32)");
         if (on_gpu && !train::kDeviceTrainerBuilt && !plan && !merge_only)

@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
                 const std::uint64_t seed = opt.seed + 1 + 1000 * std::uint64_t(k);  // seed 0 is the single seed of earlier runs
                 const auto tc = train_config(cfg.size, seed, [&](TC& t) {
                     t.optim.weight_decay = cfg.size.weight_decay;  // every recipe: the baseline's 0.1 (see Config)
-                    t.precision = matmul_precision_of(precision);
+                    t.precision = model::matmul_precision_from_string(precision, "--precision");
                     v.apply(t, cfg.size.seq_len);
                 });
                 const auto t0 = Clock::now();

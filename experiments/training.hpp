@@ -79,8 +79,5 @@ inline void add_precision_option(CLI::App& app, std::string& precision) {
         ->check(CLI::IsMember({"float32", "bf16"}))
         ->capture_default_str();
 }
-inline model::MatmulPrecision matmul_precision_of(const std::string& precision) {
-    return precision == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
-}
 
 }  // namespace sinkscope::experiments

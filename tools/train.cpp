@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
                     t.loss.end = std::stoll(window.substr(comma + 1));
                 }
                 t.parallel = parallel == "gemm" ? train::Parallelism::gemm : train::Parallelism::sequences;
-                t.precision = matmul_precision == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
+                t.precision = model::matmul_precision_from_string(matmul_precision, "--precision");
                 t.optim.total_steps = t.steps;
                 t.model = c;
                 tr = make(t, nullptr);

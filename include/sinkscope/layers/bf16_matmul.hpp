@@ -100,6 +100,12 @@ private:
 };
 
 inline const char* to_string(MatmulPrecision p) { return p == MatmulPrecision::bf16 ? "bf16" : "float32"; }
+// The inverse of to_string; `what` names the setting in the error for any other word.
+inline MatmulPrecision matmul_precision_from_string(const std::string& s, const std::string& what = "precision") {
+    if (s == "bf16") return MatmulPrecision::bf16;
+    if (s == "float32") return MatmulPrecision::float32;
+    throw Error(what + " must be float32 or bf16, got '" + s + "'");
+}
 
 // float → bfloat16 bits, round to nearest even (NaN stays a quiet NaN).
 inline std::uint16_t to_bf16_bits(float f) {

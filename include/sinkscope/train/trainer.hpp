@@ -132,9 +132,8 @@ struct TrainConfig {
         t.parallel = j.at("parallel").get<std::string>() == "gemm" ? Parallelism::gemm : Parallelism::sequences;
         t.check_finite = j.at("check_finite");
         // Checkpoints written before the setting existed trained in float32.
-        const std::string p = j.value("precision", std::string("float32"));
-        require(p == "float32" || p == "bf16", "training settings: precision must be float32 or bf16, got '" + p + "'");
-        t.precision = p == "bf16" ? model::MatmulPrecision::bf16 : model::MatmulPrecision::float32;
+        t.precision = model::matmul_precision_from_string(j.value("precision", std::string("float32")),
+                                                          "training settings: precision");
         return t;
     }
 };
