@@ -207,6 +207,13 @@ json run_job(const Job& j, const train::TrainConfig& tc, const std::string& dir,
             require(saved == tc.precision, "resuming " + ck + ": the job was trained with --precision " + model::to_string(saved) +
                                                ", this run asks for " + model::to_string(tc.precision) + "; give --precision " +
                                                model::to_string(saved) + " or remove " + dir + " to start it again");
+            // Every other setting must match as well: a job resumed with another --eval, --bos, text files or
+            // grid would continue a run the sweep no longer describes, and one trace would mix two recipes.
+            const auto differences = train::settings_differences(c.run, tc.to_json(), {"precision"});
+            std::string listed;
+            for (const auto& d : differences) listed += (listed.empty() ? "" : "; ") + d;
+            require(differences.empty(), "resuming " + ck + ": this run's settings differ from the checkpoint's (" + listed +
+                                             "); give the flags the job was started with, or remove " + dir + " to start it again");
             tr = make(tc, &c, train::make_data(train::TrainConfig::from_json(c.run).task));
         } else {
             fs::remove(dir + "/trace.jsonl");

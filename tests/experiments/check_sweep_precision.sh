@@ -4,7 +4,9 @@
 #      its validation losses differ from float32's (the flag changed the arithmetic) but by < 0.02 nats
 #      (8 steps of tiny models; the trainer's own test bounds a longer Zipf run at 0.005);
 #   2. --plan repeats --precision bf16 in every job command, so that `--plan | parallel` runs bf16 jobs;
-#   3. a job checkpointed in float32 is not resumed in bf16 (the error names the checkpoint), but is in float32;
+#   3. a job checkpointed in float32 is not resumed in bf16 (the error names the checkpoint), nor with --bos
+#      added (the error names the setting and both values: any setting that differs is refused), but is
+#      resumed with the flags it was started with;
 #   4. --device cuda refuses bf16 (the CUDA trainer computes in float32).
 # Usage: check_sweep_precision.sh EXE OUT
 set -euo pipefail
@@ -42,9 +44,12 @@ rm "$out"/resume/runs/*/done.json
 if "$exe" --smoke --job 0 --precision bf16 --out "$out/resume" 2> "$out/resume.err"; then fail "a float32 checkpoint was resumed in bf16"; fi
 grep -q 'checkpoint.safetensors: the job was trained with --precision float32, this run asks for bf16' "$out/resume.err" ||
   { cat "$out/resume.err"; fail "the refusal does not name the checkpoint and both precisions"; }
+if "$exe" --smoke --job 0 --bos --out "$out/resume" 2> "$out/resume_bos.err"; then fail "a checkpoint was resumed with --bos added"; fi
+grep -q "checkpoint.safetensors: this run's settings differ from the checkpoint's (.*/task/bos: false -> true" "$out/resume_bos.err" ||
+  { cat "$out/resume_bos.err"; fail "the refusal of --bos does not name the setting and both values"; }
 "$exe" --smoke --job 0 --out "$out/resume" 2> "$out/resume2.err" || { cat "$out/resume2.err"; fail "float32 resume"; }
 grep -q 'resuming' "$out/resume2.err" && ls "$out"/resume/runs/*/done.json > /dev/null || fail "the float32 job did not resume and finish"
-echo "ok: a float32 checkpoint is refused in bf16 and resumed in float32"
+echo "ok: a float32 checkpoint is refused in bf16 and with --bos, and resumed in float32"
 
 if "$exe" --smoke --device cuda --precision bf16 --out "$out/cuda" 2> "$out/cuda.err"; then fail "--device cuda accepted bf16"; fi
 grep -q 'the CUDA trainer computes in float32' "$out/cuda.err" || { cat "$out/cuda.err"; fail "the cuda refusal does not say why"; }

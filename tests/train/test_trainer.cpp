@@ -69,6 +69,28 @@ TEST_CASE("checkpoint: save then load gives back every tensor exactly; no tempor
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("settings_differences names each setting a resumed run changes, by its path", "[train][checkpoint]") {
+    const TrainConfig cfg = tiny_run(3);
+    const nlohmann::json saved = cfg.to_json();
+    // a checkpoint's run JSON goes through a string (safetensors metadata): the same run must give no difference
+    CHECK(settings_differences(nlohmann::json::parse(saved.dump()), cfg.to_json()).empty());
+    TrainConfig other = cfg;
+    other.eval_sequences += 3;
+    other.task["bos"] = !cfg.task.value("bos", false);
+    other.threads = 7;
+    other.task.erase("seed");
+    const auto d = settings_differences(saved, other.to_json(), {"threads"});
+    REQUIRE(d.size() == 3);
+    auto has = [&](const std::string& prefix) {
+        return std::any_of(d.begin(), d.end(), [&](const std::string& s) { return s.rfind(prefix, 0) == 0; });
+    };
+    CHECK(has("/eval_sequences: " + std::to_string(cfg.eval_sequences) + " -> " + std::to_string(other.eval_sequences)));
+    CHECK(has("/task/bos: "));
+    CHECK(has("/task/seed: " + saved["task"]["seed"].dump() + " -> (none)"));
+    CHECK_FALSE(has("/threads"));  // ignored
+    CHECK(settings_differences(saved, other.to_json()).size() == 4);
+}
+
 TEST_CASE("resume: 3 + 3 steps through a checkpoint equal 6 steps bit for bit (one thread)", "[train][checkpoint]") {
     const std::string dir = temp_dir("resume");
     const TrainConfig cfg = tiny_run(6);

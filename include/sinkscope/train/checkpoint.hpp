@@ -14,6 +14,7 @@
 // checkpoint intact and at most a stale .tmp, which nothing reads.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -155,6 +156,24 @@ Checkpoint<T> load_checkpoint(const std::string& path) {
     read("adam_m.", ck.adam_m);
     read("adam_v.", ck.adam_v);
     return ck;
+}
+
+// Where the settings of a run about to resume (`asked`, TrainConfig::to_json) differ from those its
+// checkpoint was trained with (`saved`, Checkpoint::run): one entry per difference, "path: saved -> asked",
+// the path a JSON Pointer (e.g. /task/bos, /eval_sequences), "(none)" for a setting one side lacks.
+// Top-level keys in `ignored` are left out. Empty: the same run. (nlohmann::json::diff finds the paths.)
+inline std::vector<std::string> settings_differences(const nlohmann::json& saved, const nlohmann::json& asked,
+                                                     const std::vector<std::string>& ignored = {}) {
+    std::vector<std::string> out;
+    for (const auto& op : nlohmann::json::diff(saved, asked)) {
+        const nlohmann::json::json_pointer at(op.at("path").get<std::string>());
+        const std::string path = at.to_string();
+        const std::string top = path.substr(1, path.find('/', 1) == std::string::npos ? std::string::npos : path.find('/', 1) - 1);
+        if (std::find(ignored.begin(), ignored.end(), top) != ignored.end()) continue;
+        auto value = [&](const nlohmann::json& j) { return j.contains(at) ? j.at(at).dump() : std::string("(none)"); };
+        out.push_back(path + ": " + value(saved) + " -> " + value(asked));
+    }
+    return out;
 }
 
 }  // namespace sinkscope::train
