@@ -6,7 +6,8 @@
 # bf16 products, float32 master weights; PyTorch: torch.autocast bf16). Prints every JSON line, then per
 # precision the median tokens/s of each, the ratio, peak RSS, and the fraction of the machine's GEMM
 # FLOP/s in that precision (Eigen SGEMM; oneDNN bf16) that sinkscope reaches: against a large square
-# product, and against the model's own product shapes run one thread each (bench_train.cpp).
+# product, and against the model's own product shapes run one thread each (bench_train.cpp); and PyTorch's
+# own 2048^3 matmul rate in that precision with the share its step reaches (bench_train_torch.py).
 # Usage: bench/run_train_bench.sh [threads=$(nproc)] [steps=5] [rounds=3] [precisions="float32 bf16"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,4 +46,9 @@ for precision in dict.fromkeys(r.get("precision", "float32") for r in rows):
     shape_gemm = statistics.median(r["model_shape_gemm_gflops"] for r in ours)
     print(f"[{precision}] and {shape_frac:.0%} of the GEMM rate at the model's own product shapes, one thread per "
           f"product as in training ({shape_gemm:.0f} GFLOP/s)")
+    # PyTorch's step, counted with the same model FLOPs, against its own library's 2048^3 rate (torch.matmul).
+    peer_gemm = statistics.median(r["gemm_gflops"] for r in peer)
+    peer_frac = statistics.median(ours[0]["model_gflop_per_step"] / r["step_s"] / r["gemm_gflops"] for r in peer)
+    print(f"[{precision}] PyTorch's own GEMM rate: {peer_gemm:.0f} GFLOP/s (torch.matmul 2048^3, operands already in "
+          f"{precision}); its step reaches {peer_frac:.0%} of it")
 PY
