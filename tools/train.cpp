@@ -29,6 +29,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include <sinkscope/train.hpp>
@@ -228,7 +229,8 @@ int main(int argc, char** argv) {
     // ---- run ----
     app.add_option("--seed", t.seed, "seed of the initial weights")->capture_default_str()->group("Run");
     app.add_option("--out", out, "run directory (run.json, checkpoint.safetensors, trace.jsonl, trace.csv)")->group("Run");
-    app.add_flag("--resume", resume, "continue the run in --out from its checkpoint (its saved settings win)")->group("Run");
+    app.add_flag("--resume", resume, "continue the run in --out from its checkpoint with its saved settings "
+                                     "(a flag that would change one is refused)")->group("Run");
     app.add_option("--checkpoint-every", t.checkpoint_every, "steps between checkpoints + trace records (0: end only)")->capture_default_str()->group("Run");
     app.add_option("--eval-sequences", t.eval_sequences, "validation sequences of the trace")->capture_default_str()->group("Run");
     app.add_option("--threads", t.threads, "threads (0: OpenMP default)")->capture_default_str()->group("Run");
@@ -262,6 +264,16 @@ int main(int argc, char** argv) {
                 else throw Error("--device cuda trains in float32: drop --double");
             };
             if (resume) {
+                // The checkpoint's saved settings are the run's: a flag that would change one (--steps to train
+                // longer, --lr, the model, the data) is refused here rather than silently ignored.
+                const std::set<std::string> with_resume{"--out", "--resume", "--device", "--log-every", "--quiet", "--double"};
+                std::string ignored;
+                for (const CLI::Option* o : app.get_options())
+                    if (o->count() > 0 && !with_resume.count(o->get_name())) ignored += (ignored.empty() ? "" : " ") + o->get_name();
+                if (!ignored.empty())
+                    throw Error("--resume continues " + out + " with the settings saved in its checkpoint; these flags would change "
+                                "them and are refused: " + ignored + " (only --out, --device, --log-every, --quiet and --double go "
+                                "with --resume; to change a setting, start a new run)");
                 const std::string ck_path = out + "/checkpoint.safetensors";
                 if (!fs::exists(ck_path)) throw Error("--resume: no checkpoint in the run directory", {ck_path, "", {}});
                 const auto ck = train::load_checkpoint<T>(ck_path);
