@@ -47,6 +47,8 @@ void parallel_rows(std::int64_t rows, std::int64_t bytes_per_row, F&& f) {
         }
         return;
     }
+#else
+    (void)bytes_per_row;  // without OpenMP every loop runs here
 #endif
     f(std::int64_t(0), rows);
 }
