@@ -358,6 +358,9 @@ int main(int argc, char** argv) {
             return 0;
         };
         return dbl ? go(double{}) : go(float{});
+    } catch (const Error& e) {
+        std::cerr << e.what() << "\n";  // already "sinkscope: …"
+        return 1;
     } catch (const std::exception& e) {
         std::cerr << "sinkscope-train: " << e.what() << "\n";
         return 1;
