@@ -410,11 +410,24 @@ TEST_CASE("quadratic FFN: S_k = diag(0, 2, 2) gives lambda* = 2 twice (the shrun
     SpectrumOptions opt;
     opt.nev = 2;
     const auto spec = channel_spectrum(W, 0, opt);
-    CAPTURE(spec.eigenvalues.transpose(), spec.residuals.transpose());
-    CHECK(std::abs(spec.eigenvalues[0] - 2.0) <= 1e-8);
-    CHECK(std::abs(spec.eigenvalues[1] - 2.0) <= 1e-8);
-    CHECK(spec.residuals.maxCoeff() <= 1e-8);
-    CHECK(spec.dense_fallback);
+    CAPTURE(spec.eigenvalues.transpose(), spec.residuals.transpose(), spec.dense_fallback);
+    // Whether Lanczos breaks down here (and the dense fallback answers) depends on the rounding of the
+    // build (-march=native): it did on the AMX Xeon and returned the two true pairs itself on an AMD EPYC,
+    // so the test checks the answer, not the path. The dense path, asked for (also what a failed residual
+    // check falls back to), must give the same. Both: lambda* = 2 twice, with two orthonormal vectors
+    // spanning the eigenspace span(e_1, e_2), not one vector twice.
+    opt.dense = true;
+    const auto dense = channel_spectrum(W, 0, opt);
+    CHECK(dense.dense_fallback);
+    for (const auto* sp : {&spec, &dense}) {
+        const auto& V = sp->eigenvectors;
+        CHECK(std::abs(sp->eigenvalues[0] - 2.0) <= 1e-8);
+        CHECK(std::abs(sp->eigenvalues[1] - 2.0) <= 1e-8);
+        CHECK(sp->residuals.maxCoeff() <= 1e-8);
+        CHECK(std::abs(V.col(0).dot(V.col(1))) <= 1e-8);
+        CHECK(std::abs(V(0, 0)) <= 1e-8);
+        CHECK(std::abs(V(0, 1)) <= 1e-8);
+    }
 }
 
 TEST_CASE("quadratic FFN: planted spike channels are detected, with lambda*, s* and alignment recovered", "[theory]") {

@@ -207,12 +207,15 @@ struct SpectrumOptions {
     SpectrumRule rule = SpectrumRule::largest_magnitude;
     Index max_restarts = 1000;     // implicit restarts of the Lanczos iteration
     double tol = 0.0;              // relative Ritz residual; 0 = 1e-10 (double) or 1e-5 (float)
+    bool dense = false;            // skip Lanczos: the dense eigendecomposition of S_k (d <= kDenseFallbackMaxD),
+                                   // exact, and what a failed residual check falls back to
 };
 
 template <class T>
 struct ChannelSpectrum {
     Index channel = -1;
-    bool dense_fallback = false;   // Lanczos failed its residual check; the pairs come from the dense S_k
+    bool dense_fallback = false;   // the pairs come from the dense S_k: Lanczos failed its residual check, or
+                                   // SpectrumOptions::dense asked for it
     SpectrumRule rule = SpectrumRule::largest_magnitude;
     Vector<T> eigenvalues;         // (nev), signed, ordered by `rule`
     ColMatrix<T> eigenvectors;     // (d, nev), unit columns; sign: largest-|entry| positive
@@ -339,7 +342,16 @@ ChannelSpectrum<T> channel_spectrum(const SwiGluWeights<T>& W, Index k, Spectrum
     if (opt.rule == SpectrumRule::smallest_algebraic) selection = Spectra::SortRule::SmallestAlge;
     Vector<T> values;
     ColMatrix<T> vectors;
-    try {
+    if (opt.dense && d > kDenseFallbackMaxD) {
+        std::ostringstream os;
+        os << "channel_spectrum: dense asked for d = " << d << ", above kDenseFallbackMaxD = " << kDenseFallbackMaxD;
+        throw Error(os.str());
+    }
+    if (opt.dense) {
+        // NaN pairs fail the residual check below, which then decomposes the dense S_k.
+        values = Vector<T>::Constant(opt.nev, std::numeric_limits<T>::quiet_NaN());
+        vectors = ColMatrix<T>::Zero(d, opt.nev);
+    } else try {
         Spectra::SymEigsSolver<detail::ChannelOperator<T>> eigs(op, opt.nev, ncv);
         eigs.init();  // Spectra's fixed-seed random start vector: results are reproducible
         const Index nconv = eigs.compute(selection, opt.max_restarts, tol, Spectra::SortRule::LargestAlge);
