@@ -276,14 +276,13 @@ int main(int argc, char** argv) {
                                 "with --resume; to change a setting, start a new run)");
                 const std::string ck_path = out + "/checkpoint.safetensors";
                 if (!fs::exists(ck_path)) throw Error("--resume: no checkpoint in the run directory", {ck_path, "", {}});
+                const auto ck = train::load_checkpoint<T>(ck_path);
                 // The arithmetic is a saved setting too: load_checkpoint converts F32 ↔ F64, which would continue a
                 // float32 run in double (or the reverse) without a word.
-                const std::string saved_dtype = io::SafetensorsFile(ck_path).metadata().value("dtype", std::string());
-                if (saved_dtype != train::dtype_name<T>())
+                if (!ck.dtype.empty() && ck.dtype != train::dtype_name<T>())
                     throw Error(std::string("--resume: the run was trained in ") +
-                                    (saved_dtype == "F64" ? "double: give --double" : "float32: drop --double"),
+                                    (ck.dtype == "F64" ? "double: give --double" : "float32: drop --double"),
                                 {ck_path, "", {}});
-                const auto ck = train::load_checkpoint<T>(ck_path);
                 const auto cfg = train::TrainConfig::from_json(ck.run);
                 tr = make(cfg, &ck);
                 std::cout << "resumed " << ck_path << " at step " << ck.step << "\n";

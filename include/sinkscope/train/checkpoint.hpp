@@ -97,6 +97,8 @@ struct Checkpoint {
     std::int64_t optimizer_step = 0;  // AdamW's t (equal to step for a plain run)
     nlohmann::json run;               // the trainer's settings
     std::string rng;                  // generator state (Rng::state())
+    std::string dtype;                // the tensors' dtype as saved, "F32" or "F64" ("" if the metadata lacks it);
+                                      // load_checkpoint<T> converts them to T either way
 };
 
 template <class T>
@@ -133,6 +135,7 @@ Checkpoint<T> load_checkpoint(const std::string& path) {
     ck.optimizer_step = std::stoll(get("optimizer_step"));
     ck.run = nlohmann::json::parse(get("run"));
     ck.rng = get("rng");
+    ck.dtype = meta.value("dtype", std::string());
     ck.weights = init_weights<T>(ck.config, 0);  // the shapes; every value is read below
     ck.adam_m = zeros_like(ck.weights);
     ck.adam_v = zeros_like(ck.weights);
@@ -168,7 +171,7 @@ inline std::vector<std::string> settings_differences(const nlohmann::json& saved
     for (const auto& op : nlohmann::json::diff(saved, asked)) {
         const nlohmann::json::json_pointer at(op.at("path").get<std::string>());
         const std::string path = at.to_string();
-        const std::string top = path.substr(1, path.find('/', 1) == std::string::npos ? std::string::npos : path.find('/', 1) - 1);
+        const std::string top = path.empty() ? path : path.substr(1, path.find('/', 1) - 1);  // npos - 1: to the end
         if (std::find(ignored.begin(), ignored.end(), top) != ignored.end()) continue;
         auto value = [&](const nlohmann::json& j) { return j.contains(at) ? j.at(at).dump() : std::string("(none)"); };
         out.push_back(path + ": " + value(saved) + " -> " + value(asked));
