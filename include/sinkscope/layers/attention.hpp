@@ -173,22 +173,36 @@ void causal_pattern_rows(PBlock&& p, const Mat<T>& q, const Mat<T>& k, std::int6
 // the (H·T × T) scores nor the masked upper triangle is ever computed. The same numbers as
 // attention_scores_forward + softmax_forward, for a caller that needs the pattern but not the scores.
 // q (T × H·d_h), k (T × G·d_h); `slot_scores` (H × T) or null as in causal_attention_forward.
+// With `z` (and `v`, T × G·d_h) given, also the attention output z (T × H·d_h) from each row block while
+// it is in cache, over the keys [lo, r1) that block may see (the masked keys' zero weights add nothing):
+//   z[r0:r1, head h] = P_h[r0:r1, lo:r1] · v_g[lo:r1]   (+ (1 − Σ_j P_h[t, j]) v_slot with `slot_value`)
+// the numbers of the full product P_h · v_g without its masked half (up to float summation order).
 template <class T>
 void causal_pattern_forward(Mat<T>& pattern, const Mat<T>& q, const Mat<T>& k, std::int64_t n_heads, std::int64_t n_kv_heads,
-                            std::int64_t head_dim, ScoreRule rule, const Mat<T>* slot_scores, bool bf16) {
+                            std::int64_t head_dim, ScoreRule rule, const Mat<T>* slot_scores, bool bf16,
+                            Mat<T>* z = nullptr, const Mat<T>* v = nullptr, const T* slot_value = nullptr) {
     constexpr std::int64_t kQueryBlock = 128;
-    const std::int64_t n = q.rows(), group = n_heads / n_kv_heads, window = rule.window;
+    const std::int64_t n = q.rows(), group = n_heads / n_kv_heads, window = rule.window, dh = head_dim;
     const T scale = rule.scale_for<T>(head_dim);
+    require(!z || v, "causal_pattern_forward: z needs v");
     pattern.resize(n_heads * n, n);
+    if (z) z->resize(n, n_heads * dh);
 #pragma omp parallel for schedule(static) if (n_heads > 1)
     for (std::int64_t h = 0; h < n_heads; ++h)
         for (std::int64_t r0 = 0; r0 < n; r0 += kQueryBlock) {
-            const std::int64_t r1 = std::min(n, r0 + kQueryBlock), rows = r1 - r0;
+            const std::int64_t r1 = std::min(n, r0 + kQueryBlock), rows = r1 - r0, g = h / group;
             const std::int64_t lo = window > 0 ? std::max<std::int64_t>(0, r0 - window + 1) : 0;
             pattern.block(h * n + r0, 0, rows, lo).setZero();
             pattern.block(h * n + r0, r1, rows, n - r1).setZero();
-            detail::causal_pattern_rows(pattern.block(h * n + r0, lo, rows, r1 - lo), q, k, h, h / group, head_dim, r0, lo,
-                                        rule, scale, slot_scores, bf16);
+            auto p = pattern.block(h * n + r0, lo, rows, r1 - lo);
+            detail::causal_pattern_rows(p, q, k, h, g, dh, r0, lo, rule, scale, slot_scores, bf16);
+            if (!z) continue;
+            auto zh = z->block(r0, h * dh, rows, dh);
+            attention_product(zh, p, v->block(lo, g * dh, r1 - lo, dh), false, bf16);
+            if (slot_value) {
+                const Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>> sv(slot_value + g * dh, dh);
+                zh.noalias() += (T(1) - p.rowwise().sum().array()).matrix() * sv;
+            }
         }
 }
 
@@ -246,15 +260,20 @@ using model::Vec;
 //   dS[t, j]   += p_j (dP_j − ⟨p, dP⟩ − p_slot dP_slot)
 //   dslot[t]   += p_slot (dP_slot − ⟨p, dP⟩ − p_slot dP_slot)      (when dslot is wanted)
 // dscores and dpattern are (T × T); `slot_dp` (T) or null, `dslot` (T) or null. Masked keys have p = 0
-// and get no gradient.
+// and get no gradient. With `accumulate` false, dscores is assigned α·p_j (dP_j − ⟨p, dP⟩ − p_slot dP_slot)
+// instead (α = `scale`, e.g. the score scale 1/√d_h the caller would multiply by next): one pass over
+// the block instead of a zeroing, an addition and a scaling; dslot still accumulates, unscaled.
 template <class T>
 void softmax_backward(Eigen::Ref<Mat<T>> dscores, T* dslot, const Eigen::Ref<const Mat<T>>& dpattern,
-                      const Eigen::Ref<const Mat<T>>& pattern, const T* slot_dp, bool has_slot) {
+                      const Eigen::Ref<const Mat<T>>& pattern, const T* slot_dp, bool has_slot, bool accumulate = true,
+                      T scale = T(1)) {
     for (Eigen::Index t = 0; t < pattern.rows(); ++t) {
         const T ps = has_slot ? T(1) - pattern.row(t).sum() : T(0);
         const T dps = slot_dp ? slot_dp[t] : T(0);
         const T inner = pattern.row(t).dot(dpattern.row(t)) + ps * dps;
-        dscores.row(t).array() += pattern.row(t).array() * (dpattern.row(t).array() - inner);
+        const auto term = pattern.row(t).array() * (dpattern.row(t).array() - inner);
+        if (accumulate) dscores.row(t).array() += term;
+        else dscores.row(t).array() = scale * term;
         if (dslot) dslot[t] += ps * (dps - inner);
     }
 }

@@ -103,7 +103,13 @@ struct HookCaller {
     void exact(const std::string& name, T* data, std::vector<std::int64_t> shape) const {
         if (wants(name)) hooks->run(name, ActivationRef<T>{data, std::move(shape)});
     }
+    // As exact(), for an activation held in `m` (row-major, `shape`) that the caller reads no more: an
+    // observer may take m's memory (ActivationRef::donor), leaving m with other memory of any size.
+    void donate(const std::string& name, Mat<T>& m, std::vector<std::int64_t> shape) const {
+        if (wants(name)) hooks->run(name, ActivationRef<T>{m.data(), std::move(shape), &m});
+    }
     bool wants(const std::string& name) const { return hooks && hooks->wants(name); }
+    bool may_change(const std::string& name) const { return hooks && hooks->may_change(name); }
     // Sequences of the (rows × …) activations: their number, first row and length.
     std::int64_t sequences() const { return batch ? batch->batch : 1; }
     std::int64_t first_row(std::int64_t b) const { return batch ? b * batch->positions : 0; }
@@ -282,11 +288,16 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
             const std::int64_t len = hook.length(b, n);
             return m.block((b * H + h) * P, 0, len, len);
         };
-        if (!batched && !hook.wants(names[HookId::attn_scores])) {
-            // Only the pattern is asked for (training's tape): computed by query blocks over the keys each
-            // may see, without the scores matrix or the masked half (the same numbers).
+        // Only the pattern is asked for: computed by query blocks over the keys each may see, without the
+        // scores matrix or the masked half (the same numbers). When its hooks only read it (training's
+        // tape), z is made with it, block by block; a hook that may change it (an intervention) gets it
+        // before z is computed from it.
+        const bool blockwise = !batched && !hook.wants(names[HookId::attn_scores]);
+        const bool z_with_pattern = blockwise && !hook.may_change(names[HookId::pattern]);
+        if (blockwise) {
             make_slot_scores(q);
-            causal_pattern_forward(pattern, q, k, H, G, dh, rule, has_slot ? &slot_scores : nullptr, bf16);
+            causal_pattern_forward(pattern, q, k, H, G, dh, rule, has_slot ? &slot_scores : nullptr, bf16,
+                                   z_with_pattern ? &z : nullptr, &v, kv_bias ? w.sink_kv.row(1).data() : nullptr);
         } else {
             for (std::int64_t b = 0; b < B; ++b) {
                 const Mat<T>& qb = rows_of(q, b, s.qb);
@@ -307,9 +318,10 @@ void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T
             }
         }
         if (batched) hook.exact(names[HookId::pattern], pattern.data(), {B, H, P, P});
+        else if (z_with_pattern) hook.donate(names[HookId::pattern], pattern, {H, n, n});  // z is already made
         else hook.exact(names[HookId::pattern], pattern.data(), {H, n, n});
 
-        for (std::int64_t b = 0; b < B; ++b) {
+        for (std::int64_t b = 0; b < B && !z_with_pattern; ++b) {
             const Mat<T>& vb = rows_of(v, b, s.vb);
             Mat<T>& zb = batched ? s.zb : z;
             zb.resize(hook.length(b, n), H * dh);

@@ -8,6 +8,7 @@
 // The forward pass asks `wants(name)` first, so no copy is ever made for a name nobody asked for.
 #pragma once
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,11 @@ template <class T>
 struct ActivationRef {
     T* data = nullptr;
     std::vector<std::int64_t> shape;
+    // The matrix that holds the activation, where the forward pass reads it no more after its hooks (the
+    // attention pattern of training's forward): an observer may take its memory instead of copying it, by
+    // swapping the matrix with one of its own of any size, and then sets `donor` to null (the hooks after
+    // it see no donor; `data` stays valid, in the taker's matrix). Null otherwise.
+    Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>* donor = nullptr;
     std::int64_t size() const {
         return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
     }
@@ -84,11 +90,22 @@ public:
 
     void add(const std::string& name, Fn fn) { by_name_[name].push_back(order(std::move(fn))); }
     void add(Filter filter, Fn fn) { filtered_.push_back({std::move(filter), order(std::move(fn))}); }
+    // A hook that only reads the activation (a capture, a check): the forward pass may then compute what
+    // follows from the activation before running it (the attention output with its pattern, block by
+    // block while in cache). Changing x in an observer leaves the forward pass inconsistent.
+    void add_observer(const std::string& name, Fn fn) { by_name_[name].push_back(order(std::move(fn), true)); }
     void clear() { by_name_.clear(); filtered_.clear(); next_ = 0; }
     bool empty() const { return by_name_.empty() && filtered_.empty(); }
 
     bool wants(const std::string& name) const {
         if (by_name_.count(name)) return true;
+        for (const auto& f : filtered_) if (f.first(name)) return true;
+        return false;
+    }
+    // Whether a hook registered for `name` may change it (any hook not added as an observer).
+    bool may_change(const std::string& name) const {
+        if (auto it = by_name_.find(name); it != by_name_.end())
+            for (const auto& o : it->second) if (!o.observer) return true;
         for (const auto& f : filtered_) if (f.first(name)) return true;
         return false;
     }
@@ -104,8 +121,8 @@ public:
     }
 
 private:
-    struct Ordered { std::size_t index; Fn fn; };
-    Ordered order(Fn fn) { return Ordered{next_++, std::move(fn)}; }
+    struct Ordered { std::size_t index; Fn fn; bool observer = false; };
+    Ordered order(Fn fn, bool observer = false) { return Ordered{next_++, std::move(fn), observer}; }
     std::map<std::string, std::vector<Ordered>> by_name_;
     std::vector<std::pair<Filter, Ordered>> filtered_;
     std::size_t next_ = 0;

@@ -176,11 +176,10 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                         dw.sink_kv.row(1).segment(g * dh, dh).noalias() += ps.transpose() * dzh;
                         dslot = Vec<T>::Zero(rows);
                     }
-                    dSb.setZero();
-                    softmax_backward<T>(dSb, kv_bias ? dslot.data() : nullptr, dPb, P, kv_bias ? slot_dp.data() : nullptr,
-                                        has_slot);
                     // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
-                    dSb *= scale;
+                    // (dSb is the softmax's dS already times 1/√d_h)
+                    softmax_backward<T>(dSb, kv_bias ? dslot.data() : nullptr, dPb, P, kv_bias ? slot_dp.data() : nullptr,
+                                        has_slot, /*accumulate=*/false, scale);
                     const model::ScopedBf16Reuse reuse_ds(dSb, bf16);
                     model::attention_product(dq.block(r0, h * dh, rows, dh), dSb, head_block(K, n, g, k0, kw, dh), true, bf16);
                     model::attention_product(dk.block(k0, g * dh, kw, dh), dSb.transpose(), head_block(Q, n, h, r0, rows, dh),

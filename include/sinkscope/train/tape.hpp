@@ -139,7 +139,7 @@ public:
         }
         if (c.norm_placement != model::NormPlacement::post) capture(model::hook_spec(model::HookId::ln_final).name, tape_.xf);
         // The logits are returned by forward(); only the finiteness check needs the hook.
-        if (check_ != FiniteCheck::none) hooks_.add("logits", [this](const std::string& name, model::ActivationRef<T>& x) {
+        if (check_ != FiniteCheck::none) hooks_.add_observer("logits", [this](const std::string& name, model::ActivationRef<T>& x) {
             check(name, x.data, x.size());
         });
     }
@@ -207,13 +207,19 @@ private:
     // that made a NaN), never copied.
     void check_only(const std::string& name) {
         if (check_ == FiniteCheck::all)
-            hooks_.add(name, [this](const std::string& nm, model::ActivationRef<T>& x) { check(nm, x.data, x.size()); });
+            hooks_.add_observer(name, [this](const std::string& nm, model::ActivationRef<T>& x) { check(nm, x.data, x.size()); });
     }
     void capture(const std::string& name, Mat<T>& dst, bool cols_from_last = false, bool sentinel = false) {
         const bool checked = check_ == FiniteCheck::all || (check_ == FiniteCheck::sentinels && sentinel);
-        hooks_.add(name, [this, &dst, cols_from_last, checked](const std::string& nm, model::ActivationRef<T>& x) {
+        hooks_.add_observer(name, [this, &dst, cols_from_last, checked](const std::string& nm, model::ActivationRef<T>& x) {
             const std::int64_t size = x.size();
             const std::int64_t cols = cols_from_last ? x.shape.back() : size / x.shape.front();
+            if (x.donor && x.donor->cols() == cols && !checked) {
+                // The forward pass is done with this matrix (the pattern): take its memory, give ours back.
+                dst.swap(*x.donor);
+                x.donor = nullptr;
+                return;
+            }
             dst.resize(size / cols, cols);
             const bool finite = stream_copy(dst.data(), x.data, size);
             if (checked && !finite && tape_.nonfinite.empty()) tape_.nonfinite = nm;
@@ -228,7 +234,7 @@ private:
         std::int64_t heads = 1;  // attention operands: kept head-major, with this many heads
     };
     void capture(const std::string& name, SavedOperand<T>& dst, Operand use) {
-        hooks_.add(name, [this, &dst, use](const std::string& nm, model::ActivationRef<T>& x) {
+        hooks_.add_observer(name, [this, &dst, use](const std::string& nm, model::ActivationRef<T>& x) {
             const std::int64_t size = x.size(), rows = x.shape.front();
             dst.in_bits = allow_bits_ && use.bits_ok && (use.attention ? attention_bits_ : linear_bits_);
             if constexpr (std::is_same_v<T, float>) {
