@@ -214,7 +214,7 @@ private:
         hooks_.add_observer(name, [this, &dst, cols_from_last, checked](const std::string& nm, model::ActivationRef<T>& x) {
             const std::int64_t size = x.size();
             const std::int64_t cols = cols_from_last ? x.shape.back() : size / x.shape.front();
-            if (x.donor && x.donor->cols() == cols && !checked) {
+            if (x.donor && x.donor->cols() == cols && x.donor->size() == size && !checked) {
                 // The forward pass is done with this matrix (the pattern): take its memory, give ours back.
                 dst.swap(*x.donor);
                 x.donor = nullptr;
