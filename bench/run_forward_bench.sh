@@ -29,7 +29,7 @@ cores=$(nproc)  # before OMP_NUM_THREADS, which nproc obeys
 export OMP_NUM_THREADS=$threads  # Eigen, oneDNN (OpenMP build) and torch
 model=models/SmolLM2-135M-Instruct.Q4_1.gguf
 llama_bench=$(bench/llama_cpp_peer.sh)
-echo "machine: $cores cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $threads threads, load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench/machine.sh "$threads threads"
 lines=()
 run() { local l; l=$("$@"); echo "$l"; lines+=("$l"); }
 for r in $(seq "$rounds"); do

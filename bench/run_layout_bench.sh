@@ -18,7 +18,7 @@ if [[ -z ${SKIP_BUILD:-} ]]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j"$(nproc)" --target bench_forward >/dev/null
 fi
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $layout, $tokens tokens"
+bench/machine.sh "$layout, $tokens tokens"
 exact=$(build/bench/bench_forward "$model" data/sample.txt "$tokens" "$repeats" file exact); echo "$exact"
 int8=$(build/bench/bench_forward "$model" data/sample.txt "$tokens" "$repeats" file int8); echo "$int8"
 llama=$("$py" bench/bench_forward_llamacpp.py "$(bench/llama_cpp_peer.sh)" "$model" "$tokens" "$repeats" "$(nproc)"); echo "$llama"

@@ -18,7 +18,7 @@ if [[ -z ${SKIP_BUILD:-} ]]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build build -j"$(nproc)" --target bench_forward >/dev/null
 fi
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $layout BF16, $tokens tokens"
+bench/machine.sh "$layout BF16, $tokens tokens"
 results=()
 for p in $peers; do
   if [[ $p == transformers ]]; then

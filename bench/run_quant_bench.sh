@@ -22,7 +22,7 @@ if [[ -z "${SKIP_BUILD:-}" ]]; then
   cmake --build "$build" -j"$(nproc)" --target bench_quant_matmul >/dev/null
 fi
 export OMP_NUM_THREADS=$threads
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench/machine.sh
 lines=()
 for r in $(seq "$rounds"); do
   while IFS= read -r l; do lines+=("$l"); echo "$l"; done < <("$build/bench/bench_quant_matmul" "$runs" "$types")

@@ -15,7 +15,7 @@ threads=${1:-$(nproc)}; steps=${2:-5}; rounds=${3:-3}; precisions=${4:-float32 b
 py=$(scripts/pyenv.sh)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target bench_train >/dev/null
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
+bench/machine.sh
 results=()
 for r in $(seq "$rounds"); do
   for p in $precisions; do
