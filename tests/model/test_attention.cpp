@@ -102,7 +102,7 @@ TEST_CASE("fused causal attention equals the materialised scores -> softmax -> p
     CHECK((fused.logits - materialised.logits).cwiseAbs().maxCoeff() < 1e-11);
     CHECK((observed.logits - materialised.logits).cwiseAbs().maxCoeff() < 1e-11);
     CHECK((taken.logits - materialised.logits).cwiseAbs().maxCoeff() < 1e-11);
-    // The taken patterns are the patterns: each row sums to 1 (less the slot's share) over its visible keys.
+    // The taken patterns are the patterns: nothing on future keys, and (plain softmax) each row sums to 1.
     for (std::int64_t l = 0; l < c.n_layers; ++l) {
         const Mat<double>& p = taken.taken[std::size_t(l)];
         REQUIRE(p.rows() == c.n_heads * std::int64_t(tokens.size()));
