@@ -20,7 +20,10 @@
 //
 // oneDNN is optional: without it (SINKSCOPE_HAVE_ONEDNN undefined) bf16_matmul_available() is false and
 // a bf16 product throws an Error saying how to get it. The CMake target defines the macro and links
-// DNNL::dnnl when find_package(dnnl) succeeds; a project that includes the headers does the same.
+// libdnnl when it finds oneDNN's header and library (SINKSCOPE_ONEDNN_INCLUDE, SINKSCOPE_ONEDNN_LIBRARY);
+// a project that includes the headers does the same. Debian bookworm's oneDNN is 2.6; the 3.x API (one
+// difference here: the matmul's primitive descriptor) builds too, e.g. against PyPI's onednn-cpu-gomp 3.2
+// (bench/RESULTS.md, 2026-12-03).
 #pragma once
 
 #include <Eigen/Core>
@@ -325,8 +328,12 @@ inline void run_bf16_matmul(OneDnn& o, float* C, std::int64_t ldc, const std::ui
             ops.append_sum(1.0f);
             attr.set_post_ops(ops);
         }
+#if DNNL_VERSION_MAJOR >= 3
+        const dnnl::matmul::primitive_desc pd(o.engine, ad, bd, cd, attr);
+#else
         // oneDNN 2.x: operation descriptor, then primitive descriptor (the 3.x API folds them together).
         const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, o.engine);
+#endif
         OneDnn::Product p{dnnl::matmul(pd), memory(ad, o.engine, DNNL_MEMORY_NONE), memory(bd, o.engine, DNNL_MEMORY_NONE),
                           memory(cd, o.engine, DNNL_MEMORY_NONE), {}};
         p.args = {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
