@@ -4,7 +4,9 @@
 // dimensions; activations are row-major (T × features), one row per position, and each function's
 // comment gives its naive definition. Backward kernels (namespace train) accumulate (+=) into their
 // gradients and quote the forward line they differentiate; tests/train/test_backward.cpp checks each
-// against finite differences in double. The CUDA kernels of this layer: cuda/attention.cuh.
+// against finite differences in double. The CUDA kernels of this layer: cuda/attention.cuh. Under bf16
+// training on a CPU with AMX, the plain causal case runs on tiles instead (layers/amx_attention.hpp: the
+// same roundings, another summation order).
 #pragma once
 
 #include <Eigen/Core>
@@ -16,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "sinkscope/layers/amx_attention.hpp"
 #include "sinkscope/layers/bf16_matmul.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
@@ -177,6 +180,8 @@ void causal_pattern_rows(PBlock&& p, const Mat<T>& q, const Mat<T>& k, std::int6
 // it is in cache, over the keys [lo, r1) that block may see (the masked keys' zero weights add nothing):
 //   z[r0:r1, head h] = P_h[r0:r1, lo:r1] · v_g[lo:r1]   (+ (1 − Σ_j P_h[t, j]) v_slot with `slot_value`)
 // the numbers of the full product P_h · v_g without its masked half (up to float summation order).
+// With `bf16`, z, a plain causal softmax (no window, cap or slot) and AMX (use_amx_attention), each head
+// is computed by amx_attention_forward_head instead: the same pattern up to float rounding.
 template <class T>
 void causal_pattern_forward(Mat<T>& pattern, const Mat<T>& q, const Mat<T>& k, std::int64_t n_heads, std::int64_t n_kv_heads,
                             std::int64_t head_dim, ScoreRule rule, const Mat<T>* slot_scores, bool bf16,
@@ -187,6 +192,19 @@ void causal_pattern_forward(Mat<T>& pattern, const Mat<T>& q, const Mat<T>& k, s
     require(!z || v, "causal_pattern_forward: z needs v");
     pattern.resize(n_heads * n, n);
     if (z) z->resize(n, n_heads * dh);
+    if constexpr (std::is_same_v<T, float>) {
+        // bf16 products, plain causal softmax, z wanted: each head on AMX tiles where the CPU has them.
+        const bool plain = !slot_scores && !slot_value && window == 0 && rule.softcap == 0;
+        if (bf16 && z && use_amx_attention(dh, plain)) {
+#pragma omp parallel for schedule(static) if (n_heads > 1)
+            for (std::int64_t h = 0; h < n_heads; ++h) {
+                const std::int64_t g = h / group;
+                amx_attention_forward_head(pattern.data() + h * n * n, n, z->data() + h * dh, z->cols(), q.data() + h * dh, q.cols(),
+                                           k.data() + g * dh, k.cols(), v->data() + g * dh, v->cols(), n, dh, scale);
+            }
+            return;
+        }
+    }
 #pragma omp parallel for schedule(static) if (n_heads > 1)
     for (std::int64_t h = 0; h < n_heads; ++h)
         for (std::int64_t r0 = 0; r0 < n; r0 += kQueryBlock) {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
@@ -83,6 +84,22 @@ inline model::MatrixRef head_block(const model::Bf16Matrix& m, std::int64_t n, s
     return m.block(h * n + r0, 0, nr, dh);
 }
 
+// Head h's rows of a saved q, k or v as bf16 bits and their row stride: the head-major bits in place, or
+// float columns rounded into `scratch`.
+inline std::pair<const std::uint16_t*, std::int64_t> head_bits(const model::Bf16Matrix& m, std::int64_t n, std::int64_t h,
+                                                               std::int64_t dh, model::detail::Bf16Bits&) {
+    return {m.bits.data() + h * n * dh, dh};
+}
+template <class T>
+std::pair<const std::uint16_t*, std::int64_t> head_bits(const Mat<T>& m, std::int64_t n, std::int64_t h, std::int64_t dh,
+                                                        model::detail::Bf16Bits& scratch) {
+    scratch.resize(std::size_t(n * dh));
+    if constexpr (std::is_same_v<T, float>)
+        for (std::int64_t t = 0; t < n; ++t) model::detail::convert_bf16(scratch.data() + t * dh, m.data() + t * m.cols() + h * dh, dh);
+    else throw Error("head_bits: bf16 attention needs float");
+    return {scratch.data(), dh};
+}
+
 // Calls fn(q, k, v) with the saved q, k, v as float matrices or as their bf16 bits (the recorder keeps
 // all three alike); head_block() takes blocks of either.
 template <class T, class Fn>
@@ -151,7 +168,27 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     // (bench_train, T 256, 2026-12-02), while Eigen's float products were as fast with 64 as with 128.
     const std::int64_t kBlock = bf16 ? 128 : 64;
     Mat<T> dq = Mat<T>::Zero(n, H * dh), dk = Mat<T>::Zero(n, G * dh), dv = Mat<T>::Zero(n, G * dh);
-    with_saved_qkv(tp, [&](const auto& Q, const auto& K, const auto& V) {
+    // bf16 products, plain causal softmax: each head's backward on AMX tiles where the CPU has them.
+    const bool amx = bf16 && !has_slot && c.sliding_window == 0 && c.attn_softcap == 0 && model::use_amx_attention(dh, true);
+    if constexpr (std::is_same_v<T, float>) {
+        if (amx) {
+            with_saved_qkv(tp, [&](const auto& Q, const auto& K, const auto& V) {
+#pragma omp parallel for schedule(static) if (G > 1)
+                for (std::int64_t g = 0; g < G; ++g) {
+                    model::detail::Bf16Bits qs, ks, vs;
+                    const auto [kp, kld] = head_bits(K, n, g, dh, ks);
+                    const auto [vp, vld] = head_bits(V, n, g, dh, vs);
+                    for (std::int64_t h = g * group; h < (g + 1) * group; ++h) {
+                        const auto [qp, qld] = head_bits(Q, n, h, dh, qs);
+                        model::amx_attention_backward_head(dq.data() + h * dh, dq.cols(), dk.data() + g * dh, dk.cols(),
+                                                           dv.data() + g * dh, dv.cols(), tp.pattern.data() + h * n * n, n,
+                                                           dz.data() + h * dh, dz.cols(), qp, qld, kp, kld, vp, vld, n, dh, scale);
+                    }
+                }
+            });
+        }
+    }
+    if (!amx) with_saved_qkv(tp, [&](const auto& Q, const auto& K, const auto& V) {
 #pragma omp parallel for schedule(static) if (G > 1)
         for (std::int64_t g = 0; g < G; ++g) {
             Mat<T> dP(std::min(kBlock, n), n), dS(std::min(kBlock, n), n);
