@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
@@ -119,17 +120,16 @@ inline void store_c(int c, float* dst, std::int64_t stride_bytes) {
     }
 }
 
-// rows × cols floats (row stride ld) → bf16 rows of a (rows_padded × cols) matrix, zero rows after `rows`.
-inline void rows_to_bits(std::uint16_t* out, const float* x, std::int64_t ld, std::int64_t rows, std::int64_t rows_padded,
-                         std::int64_t cols) {
-    for (std::int64_t t = 0; t < rows; ++t) detail::convert_bf16(out + t * cols, x + t * ld, cols);
-    std::memset(out + rows * cols, 0, std::size_t((rows_padded - rows) * cols) * sizeof(std::uint16_t));
-}
-// The same from bf16 bits (rows × cols, row stride ld).
-inline void rows_to_bits(std::uint16_t* out, const std::uint16_t* x, std::int64_t ld, std::int64_t rows, std::int64_t rows_padded,
-                         std::int64_t cols) {
-    for (std::int64_t t = 0; t < rows; ++t) std::memcpy(out + t * cols, x + t * ld, std::size_t(cols) * sizeof(std::uint16_t));
-    std::memset(out + rows * cols, 0, std::size_t((rows_padded - rows) * cols) * sizeof(std::uint16_t));
+// out ← rows × cols floats (row stride ld) as the bf16 rows of a (rows_padded × cols) matrix, zero rows
+// after `rows`; or the same from bf16 bits, copied.
+template <class X>
+void rows_to_bits(Bits& out, const X* x, std::int64_t ld, std::int64_t rows, std::int64_t rows_padded, std::int64_t cols) {
+    out.resize(std::size_t(rows_padded * cols));
+    for (std::int64_t t = 0; t < rows; ++t) {
+        if constexpr (std::is_same_v<X, float>) detail::convert_bf16(out.data() + t * cols, x + t * ld, cols);
+        else std::memcpy(out.data() + t * cols, x + t * ld, std::size_t(cols) * sizeof(std::uint16_t));
+    }
+    std::memset(out.data() + rows * cols, 0, std::size_t((rows_padded - rows) * cols) * sizeof(std::uint16_t));
 }
 
 // r[0..15] (16 rows of 16 32-bit lanes) ← its transpose: unpack 32- and 64-bit pairs within 128-bit lanes,
@@ -229,6 +229,44 @@ inline __mmask16 live_mask(std::int64_t left) {
     return left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1u);
 }
 
+// out (16 × 16·key_tiles floats, row stride ldo floats) = a · mᵀ: a is 16 rows of a row-major (· × dh)
+// bf16 matrix, m's tiles come from pack_transposed. Four key tiles at a time share each load of a.
+inline void product_with_transposed(float* out, std::int64_t ldo, const std::uint16_t* a, std::int64_t dh, const Bits& m_tiles,
+                                    std::int64_t key_tiles) {
+    const std::int64_t steps = dh / kStep;
+    for (std::int64_t j0 = 0; j0 < key_tiles; j0 += 4) {
+        const int n = int(std::min<std::int64_t>(4, key_tiles - j0));
+        zero_c(n);
+        for (std::int64_t s = 0; s < steps; ++s) {
+            _tile_loadd(4, a + s * kStep, int(dh * 2));
+            for (int c = 0; c < n; ++c) {
+                _tile_loadd(6, m_tiles.data() + ((j0 + c) * steps + s) * kTile * kStep, 64);
+                dp_into(c);
+            }
+        }
+        for (int c = 0; c < n; ++c) store_c(c, out + (j0 + c) * kTile, ldo * 4);
+    }
+}
+
+// out (16 × dh floats, row stride dh) = a · m over rows [0, keys) of m: a is 16 rows of bf16 (row stride
+// lda), m's tiles come from pack_pairs; keys a multiple of 32. Four 16-column tiles of out at a time.
+inline void product_with_pairs(float* out, const std::uint16_t* a, std::int64_t lda, const Bits& m_tiles, std::int64_t keys,
+                               std::int64_t dh) {
+    const std::int64_t tiles = dh / kTile;
+    for (std::int64_t n0 = 0; n0 < tiles; n0 += 4) {
+        const int n = int(std::min<std::int64_t>(4, tiles - n0));
+        zero_c(n);
+        for (std::int64_t s = 0; s < keys / kStep; ++s) {
+            _tile_loadd(4, a + s * kStep, int(lda * 2));
+            for (int c = 0; c < n; ++c) {
+                _tile_loadd(6, m_tiles.data() + (s * tiles + n0 + c) * kTile * kStep, 64);
+                dp_into(c);
+            }
+        }
+        for (int c = 0; c < n; ++c) store_c(c, out + (n0 + c) * kTile, dh * 4);
+    }
+}
+
 // Per-thread scratch of the kernels.
 struct Scratch {
     Bits qb, kb, vb, kt, vz, dzb, vt, kz, qt, dzt, pb, dsb, dsv, pv;
@@ -250,13 +288,10 @@ inline void amx_attention_forward_head(float* pattern, std::int64_t ldp, float* 
                                        std::int64_t T, std::int64_t dh, float scale) {
     using namespace amx;
     Scratch& w = scratch();
-    const std::int64_t Tp = round_up(T, kStep), steps = dh / kStep, dtiles = dh / kTile;
-    w.qb.resize(std::size_t(Tp * dh));
-    w.kb.resize(std::size_t(Tp * dh));
-    w.vb.resize(std::size_t(Tp * dh));
-    rows_to_bits(w.qb.data(), q, ldq, T, Tp, dh);
-    rows_to_bits(w.kb.data(), k, ldk, T, Tp, dh);
-    rows_to_bits(w.vb.data(), v, ldv, T, Tp, dh);
+    const std::int64_t Tp = round_up(T, kStep);
+    rows_to_bits(w.qb, q, ldq, T, Tp, dh);
+    rows_to_bits(w.kb, k, ldk, T, Tp, dh);
+    rows_to_bits(w.vb, v, ldv, T, Tp, dh);
     pack_transposed(w.kt, w.kb.data(), Tp, dh);
     pack_pairs(w.vz, w.vb.data(), Tp, dh);
     w.s.resize(std::size_t(kTile * Tp));
@@ -266,19 +301,8 @@ inline void amx_attention_forward_head(float* pattern, std::int64_t ldp, float* 
     const ScopedTiles tiles;
     for (std::int64_t i0 = 0; i0 < T; i0 += kTile) {
         const std::int64_t rows = std::min(kTile, T - i0), key_tiles = i0 / kTile + 1, keys_pad = round_up(i0 + kTile, kStep);
-        // s = q kᵀ for this tile's 16 queries and the keys [0, 16·key_tiles), four key tiles at a time
-        for (std::int64_t j0 = 0; j0 < key_tiles; j0 += 4) {
-            const int n = int(std::min<std::int64_t>(4, key_tiles - j0));
-            zero_c(n);
-            for (std::int64_t s = 0; s < steps; ++s) {
-                _tile_loadd(4, w.qb.data() + i0 * dh + s * kStep, int(dh * 2));
-                for (int c = 0; c < n; ++c) {
-                    _tile_loadd(6, w.kt.data() + ((j0 + c) * steps + s) * kTile * kStep, 64);
-                    dp_into(c);
-                }
-            }
-            for (int c = 0; c < n; ++c) store_c(c, w.s.data() + (j0 + c) * kTile, Tp * 4);
-        }
+        // s = q kᵀ for this tile's 16 queries and the keys [0, 16·key_tiles)
+        product_with_transposed(w.s.data(), Tp, w.qb.data() + i0 * dh, dh, w.kt, key_tiles);
         // softmax of each row over its keys [0, t]: the float pattern row and the bf16 A operand of z
         for (std::int64_t r = 0; r < kTile; ++r) {
             std::uint16_t* pb = w.pb.data() + r * Tp;
@@ -310,19 +334,8 @@ inline void amx_attention_forward_head(float* pattern, std::int64_t ldp, float* 
             std::memset(p + n, 0, std::size_t(T - n) * sizeof(float));
             std::memset(pb + n, 0, std::size_t(keys_pad - n) * sizeof(std::uint16_t));
         }
-        // z = P v over the keys [0, keys_pad), four 16-column tiles of z at a time
-        for (std::int64_t n0 = 0; n0 < dtiles; n0 += 4) {
-            const int n = int(std::min<std::int64_t>(4, dtiles - n0));
-            zero_c(n);
-            for (std::int64_t s = 0; s < keys_pad / kStep; ++s) {
-                _tile_loadd(4, w.pb.data() + s * kStep, int(Tp * 2));
-                for (int c = 0; c < n; ++c) {
-                    _tile_loadd(6, w.vz.data() + (s * dtiles + n0 + c) * kTile * kStep, 64);
-                    dp_into(c);
-                }
-            }
-            for (int c = 0; c < n; ++c) store_c(c, w.stage.data() + (n0 + c) * kTile, dh * 4);
-        }
+        // z = P v over the keys [0, keys_pad)
+        product_with_pairs(w.stage.data(), w.pb.data(), Tp, w.vz, keys_pad, dh);
         for (std::int64_t r = 0; r < rows; ++r) std::memcpy(z + (i0 + r) * ldz, w.stage.data() + r * dh, std::size_t(dh) * sizeof(float));
     }
 }
@@ -339,15 +352,11 @@ inline void amx_attention_backward_head(float* dq, std::int64_t ldgq, float* dk,
                                         std::int64_t dh, float scale) {
     using namespace amx;
     Scratch& w = scratch();
-    const std::int64_t Tp = round_up(T, kStep), steps = dh / kStep, dtiles = dh / kTile;
-    w.qb.resize(std::size_t(Tp * dh));
-    w.kb.resize(std::size_t(Tp * dh));
-    w.vb.resize(std::size_t(Tp * dh));
-    w.dzb.resize(std::size_t(Tp * dh));
-    rows_to_bits(w.qb.data(), q, ldq, T, Tp, dh);
-    rows_to_bits(w.kb.data(), k, ldk, T, Tp, dh);
-    rows_to_bits(w.vb.data(), v, ldv, T, Tp, dh);
-    rows_to_bits(w.dzb.data(), dz, ldz, T, Tp, dh);
+    const std::int64_t Tp = round_up(T, kStep), dtiles = dh / kTile;
+    rows_to_bits(w.qb, q, ldq, T, Tp, dh);
+    rows_to_bits(w.kb, k, ldk, T, Tp, dh);
+    rows_to_bits(w.vb, v, ldv, T, Tp, dh);
+    rows_to_bits(w.dzb, dz, ldz, T, Tp, dh);
     pack_transposed(w.vt, w.vb.data(), Tp, dh);  // B of dP = dz vᵀ
     pack_pairs(w.kz, w.kb.data(), Tp, dh);       // B of dq = dS k
     transpose_bits(w.qt, w.qb.data(), Tp, dh);   // A of dkᵀ = qᵀ dS
@@ -363,18 +372,7 @@ inline void amx_attention_backward_head(float* dq, std::int64_t ldgq, float* dk,
         const std::int64_t rows = std::max<std::int64_t>(0, std::min(kTile, T - i0));
         const std::int64_t key_tiles = i0 / kTile + 1, keys_pad = round_up(i0 + kTile, kStep);
         // dP = dz vᵀ for this tile's 16 queries and keys [0, 16·key_tiles)
-        for (std::int64_t j0 = 0; j0 < key_tiles; j0 += 4) {
-            const int n = int(std::min<std::int64_t>(4, key_tiles - j0));
-            zero_c(n);
-            for (std::int64_t s = 0; s < steps; ++s) {
-                _tile_loadd(4, w.dzb.data() + i0 * dh + s * kStep, int(dh * 2));
-                for (int c = 0; c < n; ++c) {
-                    _tile_loadd(6, w.vt.data() + ((j0 + c) * steps + s) * kTile * kStep, 64);
-                    dp_into(c);
-                }
-            }
-            for (int c = 0; c < n; ++c) store_c(c, w.s.data() + (j0 + c) * kTile, Tp * 4);
-        }
+        product_with_transposed(w.s.data(), Tp, w.dzb.data() + i0 * dh, dh, w.vt, key_tiles);
         // dS = scale · P ∘ (dP − ⟨p, dP⟩) row by row, in place of dP (rows past T and keys past t: 0)
         for (std::int64_t r = 0; r < kTile; ++r) {
             float* d = w.s.data() + r * Tp;
@@ -414,18 +412,7 @@ inline void amx_attention_backward_head(float* dq, std::int64_t ldgq, float* dk,
         }
         // dq += dS k over keys [0, keys_pad)
         if (rows == 0) continue;
-        for (std::int64_t n0 = 0; n0 < dtiles; n0 += 4) {
-            const int n = int(std::min<std::int64_t>(4, dtiles - n0));
-            zero_c(n);
-            for (std::int64_t s = 0; s < keys_pad / kStep; ++s) {
-                _tile_loadd(4, w.dsb.data() + s * kStep, int(Tp * 2));
-                for (int c = 0; c < n; ++c) {
-                    _tile_loadd(6, w.kz.data() + (s * dtiles + n0 + c) * kTile * kStep, 64);
-                    dp_into(c);
-                }
-            }
-            for (int c = 0; c < n; ++c) store_c(c, w.stage.data() + (n0 + c) * kTile, dh * 4);
-        }
+        product_with_pairs(w.stage.data(), w.dsb.data(), Tp, w.kz, keys_pad, dh);
         for (std::int64_t r = 0; r < rows; ++r) {
             float* o = dq + (i0 + r) * ldgq;
             const float* st = w.stage.data() + r * dh;
