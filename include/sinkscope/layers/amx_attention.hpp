@@ -7,7 +7,7 @@
 // bf16 (q, k, v, the pattern P, dz, dS) and summed in float32; the softmax and its backward in float32:
 //   s[t, j] = (q_t · k_j)·scale for j ≤ t;   p = softmax(s) over j ≤ t;   z_t = Σ_j p[t, j] v_j
 //   dP = dz vᵀ;   dS = scale · P ∘ (dP − ⟨p_t, dP_t⟩);   dq += dS k;   dk += dSᵀ q;   dv += Pᵀ dz
-// Only the summation order differs (tests/model/test_amx_attention.cpp compares the two paths). Plain
+// Only the summation order differs (tests/train/test_amx_attention.cpp compares the two paths). Plain
 // causal softmax only: a window, a soft cap or a sink slot take attention.hpp's path.
 //
 // AMX in brief: eight tile registers of up to 16 rows × 64 bytes; `tdpbf16ps C, A, B` adds to C (16 × 16
@@ -63,7 +63,8 @@ inline bool amx_attention_available() {
 #endif
 }
 
-// Whether a head of `head_dim` with this score rule and no sink slot can take the AMX path now.
+// Whether a head of `head_dim` can take the AMX path now; `plain_causal`: a causal softmax without window,
+// soft cap or sink slot (the caller knows its rule).
 inline bool use_amx_attention(std::int64_t head_dim, bool plain_causal) {
     return plain_causal && head_dim % 32 == 0 && head_dim > 0 && amx_attention_enabled() && amx_attention_available();
 }
@@ -217,8 +218,8 @@ inline void transpose_bits(Bits& out, const std::uint16_t* m, std::int64_t Tp, s
         }
 }
 
-// Two float rows a and b (16 entries from `j`, the first `live` of them kept, the rest zero) → 32 bf16 in
-// VNNI pair order (a[0], b[0], a[1], b[1], …): row j/… of a B operand over the rows' dimension.
+// Two rows of 16 floats a and b, rounded → 32 bf16 in VNNI pair order (a[0], b[0], a[1], b[1], …): 64
+// bytes of a B operand whose inner dimension runs over the rows a and b belong to.
 inline void store_pair_interleaved(std::uint16_t* dst, __m512 a, __m512 b) {
     _mm512_storeu_si512(dst, interleave_pairs(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(a)),
                                               reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(b))));
@@ -267,10 +268,11 @@ inline void product_with_pairs(float* out, const std::uint16_t* a, std::int64_t 
     }
 }
 
-// Per-thread scratch of the kernels.
+// Per-thread scratch of the kernels, kept between calls (the backward's dsv and pv are Tp × Tp bf16 each,
+// a quarter of one head's float pattern).
 struct Scratch {
     Bits qb, kb, vb, kt, vz, dzb, vt, kz, qt, dzt, pb, dsb, dsv, pv;
-    std::vector<float> s, stage, dk_t, dv_t;
+    std::vector<float> s, stage;
 };
 inline Scratch& scratch() {
     thread_local Scratch s;
