@@ -1,5 +1,6 @@
 // Dequantization of GGUF tensors on the device: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
-// Q5_K, Q6_K (the types io::dequantize reads), one thread per output value.
+// Q5_K, Q6_K (the types io::dequantize reads), eight output values a thread (one where the count or the
+// destination's alignment does not allow eight).
 //
 // The decoders are __host__ __device__ functions of (block bytes, index in the block), written to do
 // exactly the binary32 operations of io/dequantize.hpp in the same order (that file explains why those
@@ -165,9 +166,73 @@ __host__ __device__ inline float element(int kind, const std::uint8_t* b, int e)
     }
 }
 
+// Eight consecutive values x[i0 .. i0+8) of a tensor of ggml type Kind (i0 a multiple of 8, so the eight
+// share one block and, for the K-quants, one sub-block of 16 or 32 values): each value is computed by
+// exactly the binary32 operations of element() above, but the block's scales are decoded once for the
+// eight instead of once per value. The device kernel runs one call per thread and stores two float4s.
+inline constexpr int kGroup = 8;
+
+template <int Kind, int BlockElems, int BlockBytes>
+__host__ __device__ inline void group8(const std::uint8_t* src, std::int64_t i0, float* v) {
+    if constexpr (BlockElems == 1) {
+        for (int j = 0; j < kGroup; ++j) v[j] = element(Kind, src + (i0 + j) * BlockBytes, 0);
+    } else {
+        const std::int64_t blk = i0 / BlockElems;
+        const int e0 = int(i0 - blk * BlockElems);
+        const std::uint8_t* b = src + blk * BlockBytes;
+        if constexpr (Kind == kQ4_K) {
+            const float d = f16(b), dmin = f16(b + 2);
+            const int k = e0 / 64, w = e0 % 64, l0 = w % 32, sub = 2 * k + (w >= 32);
+            int sc, m;
+            scale_min_k4(sub, b + 4, sc, m);
+            const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
+            const std::uint8_t* qs = b + 16 + 32 * k + l0;
+            for (int j = 0; j < kGroup; ++j) {
+                const int q = w < 32 ? (qs[j] & 0x0F) : (qs[j] >> 4);
+                v[j] = d1 * static_cast<float>(q) - m1;
+            }
+        } else if constexpr (Kind == kQ6_K) {
+            const int half = e0 / 128, w = e0 % 128, i = w / 32, l0 = w % 32;
+            const std::uint8_t* ql = b + 64 * half + l0 + ((i & 1) ? 32 : 0);
+            const std::uint8_t* qh = b + 128 + 32 * half + l0;
+            const std::uint8_t* sc = b + 192 + 8 * half;
+            const float ds = f16(b + 208) * static_cast<float>(static_cast<std::int8_t>(sc[l0 / 16 + 2 * i]));
+            for (int j = 0; j < kGroup; ++j) {
+                const int lo = i < 2 ? (ql[j] & 0x0F) : (ql[j] >> 4);
+                const int q = lo | (((qh[j] >> (2 * i)) & 3) << 4);
+                v[j] = ds * static_cast<float>(q - 32);
+            }
+        } else if constexpr (Kind == kQ8_0) {
+            const float d = f16(b);
+            for (int j = 0; j < kGroup; ++j) v[j] = static_cast<float>(static_cast<std::int8_t>(b[2 + e0 + j])) * d;
+        } else if constexpr (Kind == kQ4_1) {
+            const float d = f16(b), m = f16(b + 2);
+            const std::uint8_t* qs = b + 4 + (e0 & 15);
+            for (int j = 0; j < kGroup; ++j) {
+                const int q = e0 < 16 ? (qs[j] & 0x0F) : (qs[j] >> 4);
+                v[j] = d * static_cast<float>(q) + m;
+            }
+        } else {
+            for (int j = 0; j < kGroup; ++j) v[j] = element(Kind, b, e0 + j);
+        }
+    }
+}
+
 }  // namespace dq
 
 namespace detail {
+
+// One thread per 8 values (dq::group8), stored as two float4s: n a multiple of 8 and dst 16-byte aligned.
+template <int Kind, int BlockElems, int BlockBytes>
+__global__ void dequantize_group_kernel(const std::uint8_t* __restrict__ src, std::int64_t groups, float* __restrict__ dst) {
+    for (std::int64_t g = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; g < groups; g += std::int64_t(gridDim.x) * blockDim.x) {
+        float v[dq::kGroup];
+        dq::group8<Kind, BlockElems, BlockBytes>(src, g * dq::kGroup, v);
+        float4* out = reinterpret_cast<float4*>(dst + g * dq::kGroup);
+        out[0] = make_float4(v[0], v[1], v[2], v[3]);
+        out[1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+}
 
 template <int Kind, int BlockElems, int BlockBytes>
 __global__ void dequantize_kernel(const std::uint8_t* __restrict__ src, std::int64_t n, float* __restrict__ dst) {
@@ -191,10 +256,33 @@ inline std::int64_t check_dequantize(io::GgmlType type, const void* src, std::in
 }  // namespace detail
 
 // The host reference of the device path: the same decoders, run on the CPU (for the tests).
+// Whole groups of 8 go through dq::group8, as the device kernel does when n is a multiple of 8 (every
+// block type: 32 or 256 values a block); a remainder (F32/F16/BF16 only) value by value.
 inline void dequantize_host(io::GgmlType type, const std::uint8_t* src, std::int64_t n, float* dst) {
     detail::check_dequantize(type, src, n, dst);
     const std::int64_t be = io::block_elements(type), bb = io::block_bytes(type);
-    for (std::int64_t i = 0; i < n; ++i)
+    const std::int64_t grouped = n % dq::kGroup == 0 ? n : 0;
+    for (std::int64_t i0 = 0; i0 < grouped; i0 += dq::kGroup) {
+        using io::GgmlType;
+        switch (type) {
+#define SINKSCOPE_DQ_HOST_CASE(T, K, BE, BB) \
+            case GgmlType::T: dq::group8<dq::K, BE, BB>(src, i0, dst + i0); break;
+            SINKSCOPE_DQ_HOST_CASE(F32, kF32, 1, 4)
+            SINKSCOPE_DQ_HOST_CASE(F16, kF16, 1, 2)
+            SINKSCOPE_DQ_HOST_CASE(BF16, kBF16, 1, 2)
+            SINKSCOPE_DQ_HOST_CASE(Q4_0, kQ4_0, 32, 18)
+            SINKSCOPE_DQ_HOST_CASE(Q4_1, kQ4_1, 32, 20)
+            SINKSCOPE_DQ_HOST_CASE(Q5_0, kQ5_0, 32, 22)
+            SINKSCOPE_DQ_HOST_CASE(Q5_1, kQ5_1, 32, 24)
+            SINKSCOPE_DQ_HOST_CASE(Q8_0, kQ8_0, 32, 34)
+            SINKSCOPE_DQ_HOST_CASE(Q4_K, kQ4_K, 256, 144)
+            SINKSCOPE_DQ_HOST_CASE(Q5_K, kQ5_K, 256, 176)
+            SINKSCOPE_DQ_HOST_CASE(Q6_K, kQ6_K, 256, 210)
+#undef SINKSCOPE_DQ_HOST_CASE
+            default: throw Error("cuda::dequantize: ggml type " + io::type_name(type) + " is not supported");
+        }
+    }
+    for (std::int64_t i = grouped; i < n; ++i)
         dst[i] = dq::element(int(type), src + (i / be) * bb, int(i % be));
 }
 
@@ -202,12 +290,18 @@ inline void dequantize_host(io::GgmlType type, const std::uint8_t* src, std::int
 inline void dequantize(const Context& ctx, io::GgmlType type, const std::uint8_t* src, std::int64_t n, float* dst) {
     detail::check_dequantize(type, src, n, dst);
     if (n == 0) return;
-    const unsigned grid = detail::blocks_for(n, 256);
+    // Groups of 8 values a thread where n allows it and dst is 16-byte aligned (always for cudaMalloc'd
+    // buffers); otherwise one value a thread.
+    const bool grouped = n % dq::kGroup == 0 && reinterpret_cast<std::uintptr_t>(dst) % 16 == 0;
+    const unsigned grid = detail::blocks_for(grouped ? n / dq::kGroup : n, 256);
     cudaStream_t s = ctx.stream();
     using io::GgmlType;
     switch (type) {
-#define SINKSCOPE_DQ_CASE(T, K, BE, BB) \
-        case GgmlType::T: detail::dequantize_kernel<dq::K, BE, BB><<<grid, 256, 0, s>>>(src, n, dst); break;
+#define SINKSCOPE_DQ_CASE(T, K, BE, BB)                                                                              \
+        case GgmlType::T:                                                                                            \
+            if (grouped) detail::dequantize_group_kernel<dq::K, BE, BB><<<grid, 256, 0, s>>>(src, n / dq::kGroup, dst); \
+            else detail::dequantize_kernel<dq::K, BE, BB><<<grid, 256, 0, s>>>(src, n, dst);                          \
+            break;
         SINKSCOPE_DQ_CASE(F32, kF32, 1, 4)
         SINKSCOPE_DQ_CASE(F16, kF16, 1, 2)
         SINKSCOPE_DQ_CASE(BF16, kBF16, 1, 2)
