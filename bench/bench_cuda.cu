@@ -3,9 +3,10 @@
 //   copy      cudaMemcpyAsync device → device of 1 GiB: the memory ceiling (bytes read + written / s)
 //   kernel    each memory-bound kernel on ~1 GiB operands: GB/s (bytes it must read + write / s) and
 //             its fraction of the copy bandwidth (target ≥ 0.70)
-//   forward   SmolLM2-135M over `tokens` tokens: tokens/s without hooks, with every layer's residual
-//             stream captured to the host (the CPU bench's workload), and with the attention received
-//             per key position accumulated on the device
+//   forward   SmolLM2-135M over `tokens` tokens: tokens/s without hooks (logits returned on the host, and
+//             logits left on the device), with every layer's residual stream captured to the host (the
+//             CPU bench's workload), and with the attention received per key position accumulated on
+//             the device
 //   train     the training issue's benchmark model (d 256, 4 layers, 4 heads, SwiGLU 688, T 256,
 //             batch 8, vocab 512; RMSNorm pre-norm, RoPE, tied head; AdamW + clipping): tokens/s
 //
@@ -193,6 +194,9 @@ void forward_bench(cuda::Context& ctx, const std::string& model_arg, std::int64_
         return time_median(ctx, repeats, [&] { cuda::forward(ctx, ws, c, dw, tokens, hooks, o); });
     };
     const double plain = run(nullptr, {});
+    // The same work with the logits left on the device (as the PyTorch peer's plain forward leaves them):
+    // cuda::forward's contract returns them on the host, a (T × vocab) float download into a fresh matrix.
+    const double device_logits = time_median(ctx, repeats, [&] { cuda::detail::run_forward(ctx, ws, c, dw, tokens, 1, nullptr, {}, false); });
     model::HookSet<float> hooks;
     model::ActivationCache<float> cache;
     cache.attach(hooks, [](const std::string& n) { return n.find("hook_resid_post") != std::string::npos; });
@@ -205,6 +209,7 @@ void forward_bench(cuda::Context& ctx, const std::string& model_arg, std::int64_
     for (const auto& [k, v] : cache.all()) captured += v.data.size() * sizeof(float);
     std::cout << json{{"bench", "forward"}, {"model", c.describe()}, {"weights", real ? "gguf" : "random (same shape)"},
                       {"tokens", T}, {"s_plain", plain}, {"tokens_per_s_plain", double(T) / plain},
+                      {"s_device_logits", device_logits}, {"tokens_per_s_device_logits", double(T) / device_logits},
                       {"s_capture_resid_post", capture}, {"tokens_per_s_capture", double(T) / capture},
                       {"captured_mb", double(captured) / 1e6}, {"s_attention_received", received},
                       {"tokens_per_s_attention_received", double(T) / received}}.dump()

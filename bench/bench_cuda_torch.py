@@ -56,13 +56,15 @@ def forward_bench():
     x = ids[None, :]
     with torch.no_grad():
         plain = median_time(lambda: model(x), repeats)
+        host_logits = median_time(lambda: model(x).logits.cpu(), repeats)  # logits to the host, as cuda::forward returns them
         def capture():
             out = model(x, output_hidden_states=True)
             return [h.cpu() for h in out.hidden_states[1:]]  # to the host, as bench_cuda's capture hooks
         cap = median_time(capture, repeats)
     print(json.dumps({"bench": "forward", "impl": "pytorch-transformers", "torch": torch.__version__,
                       "gpu": torch.cuda.get_device_name(), "tokens": T_fwd, "s_plain": plain,
-                      "tokens_per_s_plain": T_fwd / plain, "s_capture_resid_post": cap,
+                      "tokens_per_s_plain": T_fwd / plain, "s_host_logits": host_logits,
+                      "tokens_per_s_host_logits": T_fwd / host_logits, "s_capture_resid_post": cap,
                       "tokens_per_s_capture": T_fwd / cap}))
 
 

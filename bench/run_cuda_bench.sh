@@ -84,6 +84,11 @@ if "sinkscope-cuda" in fw:
         b = fw["pytorch-transformers"]
         print(f"  vs transformers on the same GPU: capture {a['tokens_per_s_capture'] / b['tokens_per_s_capture']:.2f}x, "
               f"plain {a['tokens_per_s_plain'] / b['tokens_per_s_plain']:.2f}x")
+        if "tokens_per_s_device_logits" in a and "tokens_per_s_host_logits" in b:
+            print(f"  like for like: logits on the device {a['tokens_per_s_device_logits']:.0f} vs {b['tokens_per_s_plain']:.0f} tokens/s "
+                  f"({a['tokens_per_s_device_logits'] / b['tokens_per_s_plain']:.2f}x); logits to the host "
+                  f"{a['tokens_per_s_plain']:.0f} vs {b['tokens_per_s_host_logits']:.0f} "
+                  f"({a['tokens_per_s_plain'] / b['tokens_per_s_host_logits']:.2f}x)")
 tr = {r.get("impl"): r for r in rows if r.get("bench") == "train"}
 if "sinkscope-cuda" in tr:
     a = tr["sinkscope-cuda"]
