@@ -574,6 +574,7 @@ def write_html(report, rows, metas, out, null_rows=()):
     timing_path = os.path.join(out, "timings.json")
     timing = json.load(open(timing_path)) if os.path.exists(timing_path) else {}
     nulls = sorted({m["experiment"] for m in metas if "null_model" in m})
+    rule_sets = rule_set_hashes(metas)
     html_out = [f"<!doctype html><html><head><meta charset='utf-8'><title>sinkscope: reproduction report</title><style>{CSS}</style></head><body>",
                 "<h1>sinkscope: reproducing the two papers</h1>",
                 "<p>Paper A: <i>How Attention Sinks Emerge in Large Language Models: An Interpretability Perspective</i> (arXiv 2603.06591). "
@@ -585,6 +586,9 @@ def write_html(report, rows, metas, out, null_rows=()):
                 "Outcomes: " + ", ".join(f"<b>{k}</b> {v}" for k, v in sorted(counts.items())) + ".</p>"]
     if nulls:
         html_out.append(f"<p><b>Null control run</b> (random weights): {', '.join(nulls)}.</p>")
+    html_out.append("<p><b>Rule set</b> (pre-registered, analysis/rule_table.hpp; experiments/RULES_CHANGELOG.md): "
+                    + (", ".join(f"<code>{html.escape(h)}</code>" for h in rule_sets) or "not recorded")
+                    + (" <b>(the runs used different rule sets!)</b>" if len(rule_sets) > 1 else "") + "</p>")
     html_out += [f"<p class='small'>git revision(s): {', '.join(revs)}; experiment time {total:.0f} s"
                  + (f"; whole reproduce.sh {timing.get('total_seconds', 0):.0f} s" if timing else "") + ".</p>",
                  "<table class='main'><tr><th>claim</th><th>paper</th><th>ours: statistics the rule read</th><th>verdict and rule</th></tr>"]
@@ -615,10 +619,16 @@ def write_html(report, rows, metas, out, null_rows=()):
         f.write("\n".join(html_out))
 
 
-def claims_markdown(rows, null_rows=()):
+def rule_set_hashes(metas):
+    """The rule-set hashes the runs recorded in meta.json (one, unless runs of different code were mixed)."""
+    return sorted({m.get("rule_set", {}).get("hash", "not recorded") for m in metas})
+
+
+def claims_markdown(rows, null_rows=(), metas=()):
     """The README's claim table: one line per verdict, numbers straight from meta.json."""
     null = {(r["claim"]): (r["verdict"]["outcome"] if r["verdict"] else NOT_RUN) for r in null_rows}
-    lines = ["| claim | outcome | headline statistic [95% CI] | n | threshold | decided by | on random weights |",
+    lines = ["Rule set " + ", ".join(f"`{h}`" for h in rule_set_hashes(metas)) + " (`sinkscope rules` prints the current one).", "",
+             "| claim | outcome | headline statistic [95% CI] | n | threshold | decided by | on random weights |",
              "|---|---|---|---|---|---|---|"]
     for row in rows:
         v = row["verdict"]
@@ -658,7 +668,7 @@ def main():
         null_rows, _ = collect(a.null_out, None)
     write_html(a.report, rows, metas, a.out, null_rows)
     if a.update_readme:
-        update_readme(a.update_readme, claims_markdown(rows, null_rows))
+        update_readme(a.update_readme, claims_markdown(rows, null_rows, metas))
     for row in rows:
         v = row["verdict"]
         if v:

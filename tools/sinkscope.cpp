@@ -21,6 +21,8 @@
 //                                                table and the JSON of the whole run
 //   sinkscope random-model MODEL --out F.safetensors [--seed 1]
 //                                                a null control: MODEL's layout with random weights
+//   sinkscope rules [--json]                     the pre-registered verdict rules: the set's hash and each
+//                                                rule's (--json: every rule's canonical JSON too)
 // MODEL is a .gguf file, a Hugging Face directory (config.json + safetensors) or a sinkscope checkpoint
 // (a training run's checkpoint.safetensors, or a random-model file; these carry no tokenizer: use
 // --tokens-file, one sequence of ids per line).
@@ -36,6 +38,7 @@
 #include <set>
 #include <sstream>
 
+#include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/summary.hpp>
 #include <sinkscope/analysis/text.hpp>
@@ -357,6 +360,24 @@ int cmd_random_model(const std::string& path, const std::string& out, std::uint6
     return 0;
 }
 
+// The pre-registered rule set (analysis/rule_table.hpp): one line per rule, or with --json the set hash
+// and every rule's hash and canonical JSON (tests/experiments/check_rule_set.py reads it).
+int cmd_rules(bool as_json) {
+    const auto& rules = analysis::rule_table();
+    const std::string set_hash = analysis::rule_set_hash(rules, analysis::kRuleSetVersion);
+    if (as_json) {
+        nlohmann::json j{{"version", analysis::kRuleSetVersion}, {"set_hash", set_hash}, {"rules", nlohmann::json::object()}};
+        for (const auto& r : rules) j["rules"][r.id] = {{"hash", analysis::rule_hash(r)}, {"canonical", analysis::canonical_json(r)}};
+        std::cout << j.dump(1) << "\n";
+        return 0;
+    }
+    std::cout << "rule set version " << analysis::kRuleSetVersion << ", hash " << set_hash << "\n";
+    for (const auto& r : rules)
+        std::cout << "  " << r.id << std::string(r.id.size() < 14 ? 14 - r.id.size() : 1, ' ') << analysis::rule_hash(r).substr(0, 12)
+                  << "  " << r.kind << ", " << r.values.size() << " values, " << r.experiment << "\n";
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -423,8 +444,13 @@ int main(int argc, char** argv) {
     random_model->add_option("--out", out, "output file (.safetensors)")->required();
     random_model->add_option("--seed", seed, "seed of the random weights")->capture_default_str();
 
+    bool rules_json = false;
+    auto* rules = app.add_subcommand("rules", "the pre-registered verdict rules: each rule's hash and the set's hash");
+    rules->add_flag("--json", rules_json, "every rule's canonical JSON and hash, and the set hash");
+
     CLI11_PARSE(app, argc, argv);
     try {
+        if (*rules) return cmd_rules(rules_json);
         if (*info) return cmd_info(model_path, load_options(weights, compute));
         if (*capture) {
             if (list_hooks) {

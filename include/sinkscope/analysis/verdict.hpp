@@ -17,7 +17,8 @@
 //
 // JSON (written to out/<experiment>/meta.json under "verdict"; a list when one run decides several
 // claims): {"claim", "outcome", "rule", "measure", "statistic", "threshold", "ci": [lo, hi], "n",
-// "null", "decided_by", "preconditions": [...], "conditions": [...], "checks": [...]}.
+// "null", "decided_by", "preconditions": [...], "conditions": [...], "checks": [...], "rule_id", "rule_hash"}
+// (the last two when the verdict names its registered rule, analysis/rule_set.hpp).
 #pragma once
 
 #include <cmath>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "sinkscope/analysis/intervals.hpp"
+#include "sinkscope/analysis/rule_set.hpp"
 #include "sinkscope/core/error.hpp"
 
 namespace sinkscope::analysis {
@@ -95,6 +97,10 @@ public:
         return *this;
     }
     Verdict& condition(Condition c) { cond_.push_back(std::move(c)); return *this; }
+    // The registered rule (analysis/rule_table.hpp) this verdict applies: its id and hash go into the JSON,
+    // so every outcome names the exact rule-set row that decided it.
+    Verdict& registered(const Rule& r) { rule_id_ = r.id; rule_hash_ = rule_hash(r); return *this; }
+    const std::string& rule_id() const { return rule_id_; }
     // A theorem or sanity check, reported but never part of the decision.
     Verdict& check(std::string name, double value, double bound, bool holds) {
         checks_.push_back({{"name", std::move(name)}, {"value", value}, {"bound", bound}, {"holds", holds}});
@@ -125,6 +131,10 @@ public:
         j["conditions"] = nlohmann::json::array();
         for (const auto& c : cond_) j["conditions"].push_back(condition_json(c));
         j["checks"] = checks_.empty() ? nlohmann::json::array() : checks_;
+        if (!rule_id_.empty()) {
+            j["rule_id"] = rule_id_;
+            j["rule_hash"] = rule_hash_;
+        }
         if (!details_.is_null()) j["details"] = details_;
         return j;
     }
@@ -151,7 +161,7 @@ private:
         return {Outcome::reproduced, "every condition holds"};
     }
 
-    std::string claim_, rule_, null_;
+    std::string claim_, rule_, null_, rule_id_, rule_hash_;
     std::vector<Pre> pre_;
     std::vector<Condition> cond_;
     nlohmann::json checks_ = nlohmann::json::array();

@@ -1,0 +1,92 @@
+// The pre-registered rule set (analysis/rule_set.hpp, analysis/rule_table.hpp): the table is well formed,
+// its hash sees every registered number and word and nothing else, and a verdict names its rule.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+
+#include <sinkscope/analysis/rule_table.hpp>
+#include <sinkscope/analysis/verdict.hpp>
+
+using namespace sinkscope;
+using namespace sinkscope::analysis;
+
+TEST_CASE("every registered rule is well formed", "[rule_set]") {
+    const auto& rules = rule_table();
+    REQUIRE(rules.size() >= 20);
+    std::set<std::string> ids;
+    const std::set<std::string> roles{">=", "<=", "locator", "minimum"};
+    const std::set<std::string> absent{"not applicable", "not shown at this scale"};
+    for (const auto& r : rules) {
+        INFO("rule " << r.id);
+        CHECK(ids.insert(r.id).second);
+        CHECK((r.kind == "claim" || r.kind == "control"));
+        CHECK(!r.experiment.empty());
+        CHECK(!r.scope.empty());
+        CHECK(!r.values.empty());
+        std::set<std::string> keys;
+        for (const auto& v : r.values) {
+            INFO("value " << v.key);
+            CHECK(keys.insert(v.key).second);
+            CHECK(roles.count(v.role) == 1);
+            CHECK(std::isfinite(v.value));
+            CHECK(!v.source.empty());
+        }
+        for (const auto& p : r.preconditions) CHECK(absent.count(p.if_absent) == 1);
+        CHECK(r.outcomes.count("every condition holds") == 1);
+        const std::string h = rule_hash(r);
+        CHECK(h.size() == 64);
+        CHECK(std::all_of(h.begin(), h.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }));
+    }
+    CHECK(rule("A1-control").kind == "control");
+}
+
+TEST_CASE("a missing rule or value is an error naming it", "[rule_set]") {
+    CHECK_THROWS_WITH(rule("Z9"), Catch::Contains("no rule 'Z9'"));
+    CHECK_THROWS_WITH(rule("P2").value("no_such_key"), Catch::Contains("rule P2") && Catch::Contains("'no_such_key'"));
+    CHECK(rule("P2").value("restore_ppl_ratio_max") == 1.25);
+}
+
+TEST_CASE("the hash sees every registered number and word, not the order of the values", "[rule_set][property]") {
+    const Rule base = rule("A2");
+    const std::string h0 = rule_hash(base);
+    for (std::size_t i = 0; i < base.values.size(); ++i) {
+        Rule r = base;
+        r.values[i].value = std::nextafter(r.values[i].value, 1e300);  // the smallest change a double can make
+        CHECK(rule_hash(r) != h0);
+        Rule s = base;
+        s.values[i].role = s.values[i].role == ">=" ? "<=" : ">=";
+        CHECK(rule_hash(s) != h0);
+    }
+    Rule scope = base;
+    scope.scope += " ";
+    CHECK(rule_hash(scope) != h0);
+    Rule outcome = base;
+    outcome.outcomes["a condition fails"] = "inconclusive";
+    CHECK(rule_hash(outcome) != h0);
+    Rule reordered = base;
+    std::reverse(reordered.values.begin(), reordered.values.end());
+    CHECK(rule_hash(reordered) == h0);  // values are keyed: their order in the table is not registered
+
+    // The set hash follows any rule's hash, and the version.
+    std::vector<Rule> set = rule_table();
+    const std::string s0 = rule_set_hash(set, kRuleSetVersion);
+    CHECK(rule_set_hash(set, kRuleSetVersion) == s0);
+    CHECK(rule_set_hash(set, "another version") != s0);
+    set.back().values.front().value += 1;
+    CHECK(rule_set_hash(set, kRuleSetVersion) != s0);
+    set.push_back(set.front());
+    CHECK_THROWS_WITH(rule_set_hash(set, kRuleSetVersion), Catch::Contains("twice"));
+}
+
+TEST_CASE("a verdict names its registered rule and hash", "[rule_set]") {
+    Verdict v("P2", "test rule", "null");
+    v.condition(exact_condition("x", 3, 1, 2));
+    CHECK_FALSE(v.to_json().contains("rule_id"));
+    v.registered(rule("P2"));
+    const auto j = v.to_json();
+    CHECK(j["rule_id"] == "P2");
+    CHECK(j["rule_hash"] == rule_hash(rule("P2")));
+}
