@@ -7,7 +7,7 @@ Walks OLD_DIR for meta.json, *.npy and *.csv files and compares each with the fi
 under NEW_DIR:
   meta.json  every value, recursively, exactly (floats bit for bit, NaN equal to NaN), except the keys that
              describe the run rather than its result: timings, git_revision, command, model/corpus paths,
-             out paths and the rule-set hash fields (--ignore adds more key names);
+             out paths and the rule-set fields (rule_set, rule_id, rule_hash; --ignore adds more key names);
   *.npy      dtype, shape and bytes;
   *.csv      byte for byte.
 A file present on one side only is a difference. Prints one line per difference and a summary line;
@@ -21,7 +21,7 @@ import sys
 
 DEFAULT_IGNORED = {
     "timings", "total_seconds", "git_revision", "command", "sinkscope_version", "model", "corpus",
-    "out", "tokens_file", "rule_set_hash", "rule_hash", "rules", "seconds", "elapsed_seconds",
+    "out", "tokens_file", "rule_set", "rule_set_hash", "rule_id", "rule_hash", "rules", "seconds", "elapsed_seconds",
     "wall_seconds", "forward_passes_seconds",
 }
 
