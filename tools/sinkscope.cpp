@@ -1,8 +1,8 @@
 // sinkscope — command-line front end of the library.
 //
-//   sinkscope info MODEL [--weights float32|file|bf16] [--compute exact|int8|bf16]   architecture, shapes, tensor types
+//   sinkscope info MODEL [--weights auto|float32|file|bf16] [--compute exact|int8|bf16]   architecture, shapes, tensor types
 //   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos | --no-bos] --hooks NAME[,NAME…] --out DIR
-//                   [--weights float32|file|bf16] [--compute exact|int8|bf16]
+//                   [--weights auto|float32|file|bf16] [--compute exact|int8|bf16]
 //                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json;
 //                                                --weights file keeps the linear maps of a GGUF or HF
 //                                                directory in their file types (memory-mapped), --compute
@@ -12,7 +12,7 @@
 //                                                the memory; with --compute bf16 the same products, faster);
 //                                                hooks stay float32
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
-//                   [--bos] [--shard I/N] [--json F] [--batch 8] [--weights float32|file|bf16] [--compute exact|int8|bf16]
+//                   [--bos] [--shard I/N] [--json F] [--batch 8] [--weights auto|float32|file|bf16] [--compute exact|int8|bf16]
 //                                                per-layer massive-activation and sink summary; with
 //                                                --shard only the I-th (0-based) of N equal contiguous
 //                                                parts of the samples; --json also holds the reducers' state;
@@ -205,6 +205,7 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
                         {"forward_seconds", elapsed}, {"dtype", "float32"},
                         {"weights", model::to_string(m.weights.storage)},
                         {"compute", compute_name(m.weights)}};
+    if (!g_weights.reason.empty()) meta["weights_reason"] = g_weights.reason;  // --weights auto chose file types
     std::ofstream meta_out(out + "/meta.json");
     meta_out << meta.dump(1) << "\n";
     if (!meta_out) throw Error("capture: cannot write", {out + "/meta.json", "", {}});
@@ -392,11 +393,12 @@ int main(int argc, char** argv) {
 
     auto* info = app.add_subcommand("info", "architecture, shapes and tensor types of a checkpoint");
     info->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
-    std::string weights = "float32", compute = "exact";
-    const std::string weights_help = "file: keep the linear maps of a GGUF or Hugging Face directory in their file types "
+    std::string weights = "auto", compute = "exact";
+    const std::string weights_help = "auto: float32 when it fits in memory, else file; "
+                                     "file: keep the linear maps of a GGUF or Hugging Face directory in their file types "
                                      "(blocks, F16, BF16), memory-mapped (forward only); float32: convert every tensor at load; bf16: "
                                      "convert at load, then round the linear maps to BF16 once (half the memory; forward only)";
-    const std::vector<std::string> weight_words{"file", "float32", "bf16"}, compute_words{"exact", "int8", "bf16"};
+    const std::vector<std::string> weight_words{"auto", "file", "float32", "bf16"}, compute_words{"exact", "int8", "bf16"};
     const std::string compute_help = "exact (float32 products; file-type maps as dequantized tiles), int8 (8-bit "
                                      "activations, integer dot products, for block-typed maps) or bf16 (bf16 inputs, "
                                      "float32 accumulation, for dense float32 and BF16 maps; needs oneDNN)";

@@ -71,7 +71,7 @@ def _wrap_hook(fn: Hook):
 class Model:
     """A loaded checkpoint (sinkscope.load). Thread safety: one forward at a time per Model."""
 
-    def __init__(self, path: str, weights: str = "float32", compute: str = "exact"):
+    def __init__(self, path: str, weights: str = "auto", compute: str = "exact"):
         self._m = _C._Model(str(path), weights, compute)
         self._config = json.loads(self._m.config_json())
         self._names = list(self._m.hook_names())
@@ -190,8 +190,11 @@ class Model:
         return json.loads(self._m.stats(r))
 
 
-def load(path, weights: str = "float32", compute: str = "exact") -> Model:
-    """Loads a .gguf file, a Hugging Face directory or a sinkscope checkpoint. weights="file" keeps the
+def load(path, weights: str = "auto", compute: str = "exact") -> Model:
+    """Loads a .gguf file, a Hugging Face directory or a sinkscope checkpoint. weights="auto" (the default)
+    converts every tensor to float32 when that fits in memory and otherwise keeps the linear maps in their
+    file types, saying so on stderr; weights="float32" forces float32 (an error naming weights="file" when it
+    does not fit). weights="file" keeps the
     linear maps of a GGUF (block types, F16, BF16) or a Hugging Face directory (F16, BF16) in their file
     types, memory-mapped (the CLI's --weights file); compute="int8" quantizes activations for block-typed
     maps (--compute int8); compute="bf16" runs the products of dense float32 maps and of BF16 maps with

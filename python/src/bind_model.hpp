@@ -50,7 +50,8 @@ struct Intervention {
 
 class Model {
 public:
-    // weights: "float32" (every tensor converted at load; GGUF, HF directory or sinkscope checkpoint) or
+    // weights: "auto" (float32 when it fits in memory, else "file"), "float32" (every tensor converted at load;
+    // GGUF, HF directory or sinkscope checkpoint) or
     // "file" (the linear maps of a GGUF or HF directory kept in their file types, memory-mapped) or "bf16"
     // (converted at load, then the linear maps rounded to BF16 once: model/bf16_weights.hpp); compute:
     // "exact", "int8" (block-typed maps) or "bf16" (bf16 inputs, float32 sums; oneDNN): model::load_options_from.

@@ -44,6 +44,10 @@ namespace sinkscope::model {
 
 struct LoadOptions {
     WeightStorage storage = WeightStorage::float32;
+    // With float32 storage: when the float32 weights of a GGUF or Hugging Face checkpoint do not fit in
+    // the memory available, keep the linear maps in their file types instead (train::load_within_memory
+    // decides and says so). The word "auto" of the CLI and the Python module sets it.
+    bool file_type_when_short = false;
     QuantCompute compute = QuantCompute::exact;  // products with file-type maps (Weights::set_compute changes it)
     // Products with dense float maps: float32, or bf16 inputs with float32 accumulation (Weights::set_precision;
     // bf16 needs T = float and oneDNN).
@@ -65,18 +69,20 @@ inline std::string load_options_problem(const LoadOptions& o, bool float_model) 
 }
 
 /// LoadOptions from the words of the CLI (--weights, --compute) and the Python module (weights=, compute=):
-/// weights "float32" (every tensor converted), "file" (linear maps kept in their file types) or "bf16" (linear
-/// maps rounded once to BF16 and held so: model/bf16_weights.hpp); compute
+/// weights "auto" (float32 when it fits in memory, else the linear maps in their file types), "float32" (every
+/// tensor converted, or an Error when that does not fit), "file" (linear maps kept in their file types) or
+/// "bf16" (linear maps rounded once to BF16 and held so: model/bf16_weights.hpp); compute
 /// "exact", "int8" (8-bit activations against block-typed maps; dense maps compute exactly) or "bf16" (bf16
 /// inputs, float32 sums: every dense float product and every BF16 map; F16 and block-typed maps exactly).
 /// An Error saying why for other words or when load_options_problem objects.
 inline LoadOptions load_options_from(const std::string& weights, const std::string& compute) {
-    require(weights == "float32" || weights == "file" || weights == "bf16",
-            "weights must be 'float32', 'file' or 'bf16', not '" + weights + "'");
+    require(weights == "auto" || weights == "float32" || weights == "file" || weights == "bf16",
+            "weights must be 'auto', 'float32', 'file' or 'bf16', not '" + weights + "'");
     require(compute == "exact" || compute == "int8" || compute == "bf16",
             "compute must be 'exact', 'int8' or 'bf16', not '" + compute + "'");
     LoadOptions o;
     o.storage = weights == "file" ? WeightStorage::file_type : weights == "bf16" ? WeightStorage::bf16 : WeightStorage::float32;
+    o.file_type_when_short = weights == "auto";
     o.compute = compute == "int8" ? QuantCompute::int8 : compute == "bf16" ? QuantCompute::bf16 : QuantCompute::exact;
     o.precision = compute == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::float32;
     const std::string problem = load_options_problem(o, true);

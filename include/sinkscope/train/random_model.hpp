@@ -14,6 +14,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iostream>
+#include <optional>
 #include <string>
 
 #include "sinkscope/io/memory.hpp"
@@ -68,10 +70,13 @@ model::LoadedModel<T> load_for_analysis(const std::string& path) {
     return model::load_model<T>(path);
 }
 
-// What a model's weights take in memory, as load_within_memory counted it before loading.
+// What a model's weights take in memory, as load_within_memory counted it before loading, and the storage
+// it chose.
 struct WeightMemory {
     std::uint64_t bytes = 0;
     const char* kind = "float32 weights";  // what `bytes` counts, for messages
+    std::string storage = "float32";        // "float32", "file" or "bf16": the storage the load used
+    std::string reason;                     // why the storage differs from the one asked for ("" when it does not)
 };
 
 // The model at `path` with `options` (the linear maps of a GGUF or a Hugging Face directory kept in their
@@ -81,18 +86,55 @@ struct WeightMemory {
 // that its weights fit in the memory available (io/memory.hpp): a model too large is an Error naming the
 // file, what it needs and what there is, instead of a std::bad_alloc or the OOM killer halfway through.
 // `counted` (optional) receives what was counted, before the load starts.
+//
+// With options.file_type_when_short (the word "auto"), a GGUF or Hugging Face checkpoint whose float32
+// weights do not fit keeps its linear maps in their file types instead, and stderr says so (a 7B Q4_K_M:
+// 28 GiB as float32, 4.2 GB so); with float32 asked for explicitly, the Error names `--weights file` as the
+// way out. `available` is the memory to check against (tests pass a figure; unknown means no check).
 inline model::LoadedModel<float> load_within_memory(const std::string& path, const model::LoadOptions& options = {},
-                                                    WeightMemory* counted = nullptr) {
+                                                    WeightMemory* counted = nullptr,
+                                                    std::optional<std::uint64_t> available = io::available_memory()) {
     namespace fs = std::filesystem;
     std::error_code ec;
     const bool gguf = !fs::is_directory(path, ec) && fs::path(path).extension() != ".safetensors";
     const bool hf = io::is_hf_directory(path);
     WeightMemory m;
-    const bool file_type = options.storage == model::WeightStorage::file_type && (gguf || hf);
-    if (file_type) m = {io::require_weights_fit_file_type(path), "weights (linear maps in their file types)"};
-    else m = {io::require_weights_fit(path, sizeof(float)), "float32 weights"};
+    bool file_type = options.storage == model::WeightStorage::file_type && (gguf || hf);
+    if (file_type) {
+        m.bytes = io::require_weights_fit_file_type(path, available);
+        m.kind = "weights (linear maps in their file types)";
+        m.storage = "file";
+    } else {
+        const std::uint64_t float32_bytes = 4 * io::checkpoint_value_count(path);
+        const bool fits = !available || float32_bytes <= *available;
+        if (!fits && (gguf || hf) && options.storage == model::WeightStorage::float32) {
+            const std::uint64_t kept = io::checkpoint_file_type_bytes(path);
+            if (options.file_type_when_short && kept <= *available) {
+                file_type = true;
+                m.bytes = kept;
+                m.kind = "weights (linear maps in their file types)";
+                m.storage = "file";
+                m.reason = "float32 weights need " + io::format_gib(float32_bytes) + ", " + io::format_gib(*available) +
+                           " available: the linear maps stay in their file types (" + io::format_gib(kept) + ")";
+                std::cerr << "sinkscope: " << path << ": " << m.reason << "; --weights float32 forces float32\n";
+            } else if (!options.file_type_when_short && kept <= *available) {
+                throw Error("needs " + io::format_gib(float32_bytes) + " of memory for float32 weights, " + io::format_gib(*available) +
+                                " available; --weights file keeps the linear maps in their file types, memory-mapped (" +
+                                io::format_gib(kept) + "), and --weights auto chooses that by itself",
+                            {path, "", std::nullopt});
+            }
+        }
+        if (!file_type) {
+            m.bytes = io::require_weights_fit(path, sizeof(float), available);
+            if (options.storage == model::WeightStorage::bf16) m.storage = "bf16";
+        }
+    }
     if (counted) *counted = m;
-    if (file_type) return model::load_model<float>(path, options);
+    if (file_type) {
+        model::LoadOptions kept = options;
+        kept.storage = model::WeightStorage::file_type;
+        return model::load_model<float>(path, kept);
+    }
     model::LoadedModel<float> loaded = load_for_analysis<float>(path);
     loaded.weights.set_precision(options.precision);  // the dense products' arithmetic (bf16: needs oneDNN)
     // BF16 storage: counted above as float32, what the load holds before the maps are rounded and freed.
