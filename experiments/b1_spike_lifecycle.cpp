@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
             for (std::int64_t i = 0; i <= nsub; ++i) {
                 const auto& h = st[i];
                 const auto hv = model::view(h, {n, d});  // [pos, d_model]
-                medians[i].push_back(analysis::median_abs(h.data(), std::int64_t(h.size())));
+                medians[i].push_back(measures::median_abs(h.data(), std::int64_t(h.size())));
                 if (!analysis::massive_entries(h.data(), n, d).empty()) { massive_samples[i]++; sample_has_spike[s] = 1; }
                 for (std::int64_t j = 0; j < std::int64_t(h.size()); ++j) {
                     const double a = std::abs(h[j]);

@@ -76,7 +76,7 @@ namespace {
 std::vector<analysis::SpikeEntry> large_entries(const float* x, std::int64_t n, std::int64_t d) {
     std::vector<analysis::SpikeEntry> out;
     for (std::int64_t i = 0; i < n * d; ++i)
-        if (std::abs(double(x[i])) > analysis::kMassiveAbs) out.push_back({i / d, i % d, double(x[i])});
+        if (std::abs(double(x[i])) > measures::kMassiveAbs) out.push_back({i / d, i % d, double(x[i])});
     return out;
 }
 
@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
         for (std::int64_t l = 0; l < L; ++l)
             for (std::int64_t s = 0; s < N; ++s) {
                 massive_any[l] += !cp.massive[s][l].empty();
-                large0[l] += std::abs(cp.x0c[s][l]) > analysis::kMassiveAbs;
+                large0[l] += std::abs(cp.x0c[s][l]) > measures::kMassiveAbs;
                 x0c_mean[l] += cp.x0c[s][l] / double(N);
             }
         std::int64_t E = -1;
