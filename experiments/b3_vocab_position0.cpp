@@ -131,8 +131,7 @@ int main(int argc, char** argv) {
                                  {"delimiter_tokens", delim_total}, {"delimiter_spike_rate", delim_total ? double(delim_spk) / delim_total : 0.0},
                                  {"other_tokens", nondelim_total}, {"other_spike_rate", nondelim_total ? double(nondelim_spk) / nondelim_total : 0.0},
                                  {"samples_with_spike", samples_with_spike}};
-        std::nth_element(text_medians.begin(), text_medians.begin() + text_medians.size() / 2, text_medians.end());
-        const double ref_median = text_medians[text_medians.size() / 2];
+        const double ref_median = measures::upper_median_of(text_medians);
         run.results()["reference_median"] = ref_median;
 
         // Batched position-0 forward: each row sees only itself.
