@@ -62,7 +62,7 @@ using analysis::Side;
 struct Config {
     std::int64_t samples = 64;
     std::int64_t seq_len = 64;
-    double eps = 0.3;                 // Gu et al.'s sink threshold
+    double eps = measures::kSinkEps;  // Gu et al.'s sink threshold, 0.3
     double kept_max = 0.5;            // C1/C3: ablated / clean sink rate must be ≤ this (convention)
     double sinks_present_min = 0.1;   // precondition: clean sink rate of the counted layers (convention)
     double massive_share_min = 0.5;   // precondition / E: most samples carry the spike (convention)
@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
             }
         std::int64_t E = -1;
         for (std::int64_t l = 0; l < S && E < 0; ++l)
-            if (std::abs(x0c_mean[l]) > analysis::kMassiveAbs) E = l;
+            if (std::abs(x0c_mean[l]) > measures::kMassiveAbs) E = l;
         const std::int64_t P = E >= 0 ? E : S;  // the layer whose MLP C2 asks to amplify position 0's attention output
         // Channels that are large at some layer of some sample: the random control never draws them.
         std::set<std::int64_t> ever_large;
