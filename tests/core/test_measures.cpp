@@ -110,9 +110,10 @@ TEST_CASE("received_attention on a hand-computed 3 x 3 pattern", "[measures]") {
     CHECK(measures::received_attention(A, 3, 0) == Approx(1.7 / 3).margin(1e-15));   // (1 + 0.5 + 0.2) / 3
     CHECK(measures::received_attention(A, 3, 1) == Approx(0.4).margin(1e-15));       // (0.5 + 0.3) / 2
     CHECK(measures::received_attention(A, 3, 2) == 0.5);                              // 0.5 / 1
-    // Queries before k cannot see it: a non-causal entry above the diagonal is not counted.
+    // Queries before k cannot see it: the 0.5 above the diagonal at (0, 1) is not counted ((0.5 + 1) / 2
+    // = 0.75 if it were).
     const double B[4] = {0.5, 0.5, 0, 1};
-    CHECK(measures::received_attention(B, 2, 1) == 0.75);                             // (0.5 + 1) / 2
+    CHECK(measures::received_attention(B, 2, 1) == 1.0);                              // 1 / 1
     CHECK_THROWS_AS(measures::received_attention(A, 3, 3), Error);
     CHECK_THROWS_AS(measures::received_attention(A, 3, -1), Error);
 }
