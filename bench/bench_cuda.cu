@@ -27,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sinkscope/core/measures.hpp>
 #include <sinkscope/cuda.hpp>
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/train/config_io.hpp>
@@ -54,8 +55,7 @@ double time_median(cuda::Context& ctx, int repeats, const std::function<void()>&
     }
     SINKSCOPE_CUDA_CHECK(cudaEventDestroy(a));
     SINKSCOPE_CUDA_CHECK(cudaEventDestroy(b));
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return measures::upper_median_of(t);
 }
 
 void fill(cuda::Context& ctx, cuda::DeviceBuffer<float>& b, std::size_t n, float scale, std::uint32_t seed) {
@@ -239,8 +239,7 @@ void train_bench(cuda::Context& ctx, int steps) {
         ctx.synchronize();
         if (r >= 2) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::sort(times.begin(), times.end());
-    const double step_s = times[times.size() / 2];
+    const double step_s = measures::upper_median_of(times);
     // forward + backward ≈ 3 × forward; GEMMs and the (full square) attention products
     const double d = 256, ff = 688, V = 512;
     const double per_token = 4 * (2.0 * (4 * d * d + 3 * d * ff) + 4.0 * double(T) * d) + 2.0 * d * V;

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include <sinkscope/analysis/text.hpp>
+#include <sinkscope/core/measures.hpp>
 #include <sinkscope/layers/bf16_matmul.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
@@ -76,9 +77,7 @@ int main(int argc, char** argv) {
             if (r) fresh_times.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
             if (logits.rows() != n_tokens || std::int64_t(cache.all().size()) != m.config.n_layers) return 1;
         }
-        std::sort(fresh_times.begin(), fresh_times.end());
-        const double fresh_median = fresh_times[fresh_times.size() / 2];
-        std::sort(times.begin(), times.end());
+        const double fresh_median = measures::upper_median_of(fresh_times);
         // Arithmetic of one forward (multiply-add = 2 FLOP): every linear map, the output head, and causal
         // attention (QKᵀ and P·V over the T(T+1)/2 visible query-key pairs of each head).
         const auto& c = m.config;
@@ -89,7 +88,7 @@ int main(int argc, char** argv) {
             2.0 * d * c.vocab_size;
         const double attention = 2.0 * 2.0 * c.n_layers * c.n_heads * c.head_dim * T * (T + 1) / 2;
         const double gflop = (per_token_linear * T + attention) / 1e9;
-        const double median = times[times.size() / 2];
+        const double median = measures::upper_median_of(times);
         // With compute=bf16, the rates that bound it (layers/bf16_matmul.hpp, same threads): the bf16 GEMM at
         // 2048³, the forward's own linear products at T rows (linear_forward, weights converted to bf16 on
         // every call, as the forward does), and what converting the weights alone costs (bf16_matmul's own conversion,
@@ -103,8 +102,7 @@ int main(int argc, char** argv) {
                     f();
                     if (i) ts.push_back(std::chrono::duration<double>(clock_type::now() - a).count());
                 }
-                std::sort(ts.begin(), ts.end());
-                return ts[ts.size() / 2];
+                return measures::upper_median_of(ts);
             };
             const std::int64_t n = 2048;
             const model::Mat<float> A = model::Mat<float>::Random(n, n), B = model::Mat<float>::Random(n, n);

@@ -12,6 +12,7 @@
 // sums of positive-dominated terms, accurate to ~1e-6 relative in float; the run prints the measured
 // float error against a double dense reference at the peer size). Weights are uniform with standard
 // deviation 1/sqrt(fan_in) (fan_in = d for W_gate and W_up, d_ff for W_down).
+#include <sinkscope/core/measures.hpp>
 #include <sinkscope/theory/quadratic_ffn.hpp>
 
 #include <sys/resource.h>
@@ -203,11 +204,7 @@ int main(int argc, char** argv) {
                 (long long)cfg.dff, t_gen, 3.0 * double(cfg.d) * double(cfg.dff) * 4.0 / (1u << 30));
     std::printf("  all ||U_k||_F (matrix-free):       %8.2f s wall, %7.2f s CPU (median %.4g, max %.4g at k = %lld)\n",
                 t_norms, c_norms,
-                [&] {
-                    std::vector<float> v(norms.data(), norms.data() + norms.size());
-                    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-                    return double(v[v.size() / 2]);
-                }(),
+                sinkscope::measures::upper_median_of(std::vector<double>(norms.data(), norms.data() + norms.size())),
                 double(norms.maxCoeff()), (long long)k_max);
     std::printf("  top-%lld eigenpairs of S_%lld (Lanczos): %8.2f s wall, %7.2f s CPU (%lld matvecs, %lld restarts, max residual %.2e, "
                 "lambda* %.4g, |lambda_16| %.4g)\n",

@@ -14,6 +14,7 @@
 // `runs` timed calls after one warm-up, gflops_cpu (the median with the process's CPU time / threads in
 // place of wall time: what an idle machine would give when other work shares the cores), and the largest
 // |y - y_f32| relative to max |y_f32|.
+#include <sinkscope/core/measures.hpp>
 #include <sinkscope/io/dequantize.hpp>
 #include <sinkscope/layers/quantized_linear.hpp>
 
@@ -84,9 +85,7 @@ Timing time_runs(int runs, int threads, F f) {
         s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         c.push_back((cpu_seconds() - c0) / threads);
     }
-    std::sort(s.begin(), s.end());
-    std::sort(c.begin(), c.end());
-    return {s[s.size() / 2], s.front(), c[c.size() / 2]};
+    return {measures::upper_median_of(s), *std::min_element(s.begin(), s.end()), measures::upper_median_of(c)};
 }
 
 GgmlType parse_type(const std::string& n) {

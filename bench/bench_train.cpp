@@ -19,6 +19,7 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+#include <sinkscope/core/measures.hpp>
 #include <sinkscope/train/trainer.hpp>
 
 #if defined(__GLIBC__)
@@ -154,8 +155,7 @@ int main(int argc, char** argv) {
             if (s) times.push_back(r.seconds);
             loss = r.loss;
         }
-        std::sort(times.begin(), times.end());
-        const double step_s = times[times.size() / 2];
+        const double step_s = measures::upper_median_of(times);
         const double flops = model_flops_per_step(c, T, t.batch);
 #ifdef _OPENMP
         const int nthreads = threads > 0 ? threads : omp_get_max_threads();

@@ -56,7 +56,7 @@ struct Config {
     std::int64_t samples = 100;        // control: natural-text samples (Paper A / Gu et al.: ≥ 100)
     std::int64_t seq_len = 64;         // control: T (Gu et al.: 64)
     bool control = true;               // measure the no-BOS-training control (--model)
-    std::vector<double> eps{0.3, 0.8}; // sink thresholds
+    std::vector<double> eps{measures::kSinkEps, 0.8};  // sink thresholds (Gu et al.'s 0.3, and 0.8)
     std::int64_t from_layer = 2;       // Paper A's Sink[2:]
 };
 

@@ -40,7 +40,7 @@ struct Config {
     std::int64_t ablation_samples = 16; // samples per knockout condition (issue 10: >= 16)
     std::int64_t seq_len = 64;
     std::int64_t pca_samples = 8;       // samples pooled in the PCA
-    double eps = 0.3;
+    double eps = measures::kSinkEps;
     bool every_layer = true;            // knockouts in every layer 0 … S (smoke: layers {0, 1, S} and heads of S only)
 };
 

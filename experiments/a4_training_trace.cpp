@@ -40,7 +40,7 @@ struct Config {
     std::int64_t every = 250;     // steps between checkpoints
     std::int64_t eval = 64;       // validation sequences per checkpoint
     std::int64_t positions = 4;   // K: key positions tracked
-    double eps = 0.3;
+    double eps = measures::kSinkEps;
 };
 
 namespace {

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
             for (std::int64_t i = 0; i <= nsub; ++i) {
                 const auto& h = st[i];
                 const auto hv = model::view(h, {n, d});  // [pos, d_model]
-                medians[i].push_back(analysis::median_abs(h.data(), std::int64_t(h.size())));
+                medians[i].push_back(measures::median_abs(h.data(), std::int64_t(h.size())));
                 if (!analysis::massive_entries(h.data(), n, d).empty()) { massive_samples[i]++; sample_has_spike[s] = 1; }
                 for (std::int64_t j = 0; j < std::int64_t(h.size()); ++j) {
                     const double a = std::abs(h[j]);
@@ -121,9 +121,7 @@ int main(int argc, char** argv) {
         Csv sub(run.path("sub_blocks.csv"), {"index", "layer", "kind", "top1", "top1_channel", "top1_position", "top2", "top3",
                                               "median", "massive_share"});
         for (std::int64_t i = 0; i <= nsub; ++i) {
-            std::vector<double> m = medians[i];
-            std::nth_element(m.begin(), m.begin() + m.size() / 2, m.end());
-            const double med = m[m.size() / 2];
+            const double med = measures::upper_median_of(medians[i]);
             const auto& T3 = top[i];
             const std::string kind = i == 0 ? "embed" : (analysis::sub_block(i, c.n_layers).attention ? "attn" : "ffn");
             const std::int64_t layer = i == 0 ? -1 : analysis::sub_block(i, c.n_layers).layer;

@@ -70,9 +70,7 @@ int main(int argc, char** argv) {
             const auto n = theory::channel_frobenius_norms(ffn);
             for (std::int64_t k = 0; k < d; ++k) fro.push_back(n[k]);
             const auto sc = theory::detect_spike_channels(n, cfg.factor);
-            std::vector<float> sorted(n.data(), n.data() + d);
-            std::nth_element(sorted.begin(), sorted.begin() + d / 2, sorted.end());
-            const double ratio = double(n.maxCoeff()) / double(sorted[d / 2]);
+            const double ratio = double(n.maxCoeff()) / measures::upper_median_of(std::vector<double>(n.data(), n.data() + d));
             std::vector<std::int64_t> chans(sc.begin(), sc.end());
             per_layer.push_back({{"layer", l}, {"spike_channels", chans}, {"max_over_median", ratio}});
             if (!sc.empty()) layers_with_spike_channels.push_back(l);
@@ -193,11 +191,7 @@ int main(int argc, char** argv) {
         };
         measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits(S));
         run.npy("predictions.npy", pred, {pred.size() / 5, 5});
-        auto median = [](std::vector<double> v) {
-            if (v.empty()) return -1.0;
-            std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-            return v[v.size() / 2];
-        };
+        auto median = [](const std::vector<double>& v) { return v.empty() ? -1.0 : measures::upper_median_of(v); };
         run.results()["prediction"] = {{"channel", spec.channel}, {"spike_tokens", err_q.size()},
                                        {"median_rel_err_quadratic_spike", median(err_q)},
                                        {"median_rel_err_rank_one_spike", median(err_r)},

@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
             }
             per_sample.push_back(sc);
             spk_pos0 += std::binary_search(pos.begin(), pos.end(), std::int64_t(0));
-            text_medians.push_back(analysis::median_abs(h.data(), std::int64_t(h.size())));
+            text_medians.push_back(measures::median_abs(h.data(), std::int64_t(h.size())));
         };
         measure_samples(run, opt, c, in.m.weights, text, hooks, each, no_logits(S));
         run.results()["text"] = {{"samples", ntext}, {"position0_spiking", spk_pos0},
@@ -131,8 +131,7 @@ int main(int argc, char** argv) {
                                  {"delimiter_tokens", delim_total}, {"delimiter_spike_rate", delim_total ? double(delim_spk) / delim_total : 0.0},
                                  {"other_tokens", nondelim_total}, {"other_spike_rate", nondelim_total ? double(nondelim_spk) / nondelim_total : 0.0},
                                  {"samples_with_spike", samples_with_spike}};
-        std::nth_element(text_medians.begin(), text_medians.begin() + text_medians.size() / 2, text_medians.end());
-        const double ref_median = text_medians[text_medians.size() / 2];
+        const double ref_median = measures::upper_median_of(text_medians);
         run.results()["reference_median"] = ref_median;
 
         // Batched position-0 forward: each row sees only itself.
@@ -159,10 +158,10 @@ int main(int argc, char** argv) {
                 const float* x = h.data() + r * d;
                 double mx = 0;
                 for (std::int64_t k = 0; k < d; ++k) mx = std::max(mx, double(std::abs(x[k])));
-                const double med = analysis::median_abs(x, d);
-                spikes += analysis::is_massive(mx, ref_median);
-                spikes_own += analysis::is_massive(mx, med);
-                predicted += analysis::is_massive(std::abs(double(pred[r])), ref_median);
+                const double med = measures::median_abs(x, d);
+                spikes += measures::is_massive(mx, ref_median);
+                spikes_own += measures::is_massive(mx, med);
+                predicted += measures::is_massive(std::abs(double(pred[r])), ref_median);
                 table.insert(table.end(), {float(mx), x[cstar], float(med), pred[r]});
                 if (auto it = check_rows.find(ids[r]); it != check_rows.end()) it->second.assign(x, x + d);
             }

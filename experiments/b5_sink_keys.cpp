@@ -41,7 +41,7 @@ using namespace sinkscope::experiments;
 struct Config {
     std::int64_t samples = 64;
     std::int64_t seq_len = 64;
-    double eps = 0.3;            // Gu et al.'s sink threshold
+    double eps = measures::kSinkEps;  // Gu et al.'s sink threshold, 0.3
     double energy = 0.9;         // variance fraction that defines a subspace's dimension
     std::int64_t stride = 8;     // every stride-th position ≥ 1 as ordinary keys / queries of rule G4
     int resamples = 1000;        // bootstrap resamples
@@ -184,14 +184,14 @@ int main(int argc, char** argv) {
                 const RowMatrixXd qbar = q_sum[i] / nf, kbar = k_sum[l * G + g] / nf;
                 const Eigen::VectorXd k0 = kbar.row(0).transpose();
                 a_hat[i] = theory::mean_field_alpha0(theory::causal_logit_gaps(qbar, kbar, k0));
-                predicted[i] = a_hat[i] > cfg.eps;
+                predicted[i] = measures::is_sink(a_hat[i], cfg.eps);
                 RowMatrixXd fit_sink(std::int64_t(fit.size()), dh);
                 for (std::size_t r = 0; r < fit.size(); ++r) fit_sink.row(std::int64_t(r)) = sink_keys[l * G + g].row(fit[r]);
                 g4[i] = theory::predict_sink_head(rows(g4_q[i]), fit_sink, rows(g4_k[l * G + g]), cfg.energy);
                 g4_predicted[i] = g4[i].predicted;
                 a_score[i] = mean_alpha0(l, h, score);
-                measured_score[i] = a_score[i] > cfg.eps;
-                measured_all[i] = mean_alpha0(l, h, all) > cfg.eps;
+                measured_score[i] = measures::is_sink(a_score[i], cfg.eps);
+                measured_all[i] = measures::is_sink(mean_alpha0(l, h, all), cfg.eps);
             }
         const Confusion mf(predicted, measured_score), rule_g4(g4_predicted, measured_score);
         // Balanced accuracy with the labels re-measured on resampled score-half samples (predictions fixed).
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
                     for (std::int64_t h = 0; h < H; ++h) {
                         double a = 0;
                         for (double x : r) a += stats.alpha0(score[std::size_t(x)], l, h);
-                        lab[l * H + h] = a / double(r.size()) > cfg.eps;
+                        lab[l * H + h] = measures::is_sink(a / double(r.size()), cfg.eps);
                     }
                 return Confusion(pred, lab).balanced_accuracy();
             }, analysis::kConfidence, cfg.resamples);

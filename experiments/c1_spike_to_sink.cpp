@@ -62,7 +62,7 @@ using analysis::Side;
 struct Config {
     std::int64_t samples = 64;
     std::int64_t seq_len = 64;
-    double eps = 0.3;                 // Gu et al.'s sink threshold
+    double eps = measures::kSinkEps;  // Gu et al.'s sink threshold, 0.3
     double kept_max = 0.5;            // C1/C3: ablated / clean sink rate must be ≤ this (convention)
     double sinks_present_min = 0.1;   // precondition: clean sink rate of the counted layers (convention)
     double massive_share_min = 0.5;   // precondition / E: most samples carry the spike (convention)
@@ -76,7 +76,7 @@ namespace {
 std::vector<analysis::SpikeEntry> large_entries(const float* x, std::int64_t n, std::int64_t d) {
     std::vector<analysis::SpikeEntry> out;
     for (std::int64_t i = 0; i < n * d; ++i)
-        if (std::abs(double(x[i])) > analysis::kMassiveAbs) out.push_back({i / d, i % d, double(x[i])});
+        if (std::abs(double(x[i])) > measures::kMassiveAbs) out.push_back({i / d, i % d, double(x[i])});
     return out;
 }
 
@@ -224,12 +224,12 @@ int main(int argc, char** argv) {
         for (std::int64_t l = 0; l < L; ++l)
             for (std::int64_t s = 0; s < N; ++s) {
                 massive_any[l] += !cp.massive[s][l].empty();
-                large0[l] += std::abs(cp.x0c[s][l]) > analysis::kMassiveAbs;
+                large0[l] += std::abs(cp.x0c[s][l]) > measures::kMassiveAbs;
                 x0c_mean[l] += cp.x0c[s][l] / double(N);
             }
         std::int64_t E = -1;
         for (std::int64_t l = 0; l < S && E < 0; ++l)
-            if (std::abs(x0c_mean[l]) > analysis::kMassiveAbs) E = l;
+            if (std::abs(x0c_mean[l]) > measures::kMassiveAbs) E = l;
         const std::int64_t P = E >= 0 ? E : S;  // the layer whose MLP C2 asks to amplify position 0's attention output
         // Channels that are large at some layer of some sample: the random control never draws them.
         std::set<std::int64_t> ever_large;

@@ -24,6 +24,7 @@
 #include <sinkscope/analysis/spikes.hpp>
 #include <sinkscope/analysis/text.hpp>
 #include <sinkscope/analysis/verdict.hpp>
+#include <sinkscope/core/measures.hpp>
 #include <sinkscope/io/dequantize.hpp>
 #include <sinkscope/io/npy.hpp>
 #include <sinkscope/model/batch.hpp>

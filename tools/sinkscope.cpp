@@ -389,7 +389,7 @@ int main(int argc, char** argv) {
     std::uint64_t seed = 1;
     bool bos = false, no_bos = false, list_hooks = false, describe_hooks = false;
     std::int64_t seq_len = 64, samples = 0, batch = 8;
-    double eps = 0.3;
+    double eps = measures::kSinkEps;
 
     auto* info = app.add_subcommand("info", "architecture, shapes and tensor types of a checkpoint");
     info->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();

@@ -1,8 +1,10 @@
 // Massive activations ("spikes") and Paper B's sub-block bookkeeping.
 //
-// Massive activation (Sun, Chen, Kolter, Liu 2024): an entry x of a hidden state H is massive if
+// Massive activation (Sun, Chen, Kolter, Liu 2024; measures::is_massive): an entry x of a hidden state H
+// is massive if
 //   |x| > 100  and  |x| ≥ 1000 · median |H|,
-// the median taken over every entry of that hidden state (all positions × channels of one sequence).
+// the median (measures::median_abs) taken over every entry of that hidden state (all positions × channels
+// of one sequence).
 //
 // Paper B counts 2L sub-blocks, 1-based: sub-block 2l+1 is the attention of layer l (0-based),
 // sub-block 2l+2 its FFN; odd = attention, even = FFN. The residual after sub-block i is
@@ -39,28 +41,20 @@
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/core/measures.hpp"
 #include "sinkscope/model/hook_table.hpp"
 
 namespace sinkscope::analysis {
 
-inline constexpr double kMassiveAbs = 100.0;      // |x| > 100
-inline constexpr double kMassiveRatio = 1000.0;   // |x| ≥ 1000 × median |x|
+// Sun et al.'s thresholds and rule and the median |x| of a state are defined once, in core/measures.hpp;
+// these names are kept for code that reaches them through analysis::.
+using measures::is_massive;
+using measures::kMassiveAbs;
+using measures::kMassiveRatio;
+using measures::median_abs;
+
 inline constexpr double kStepUpWindow = 0.20;     // step-ups at i ≤ 0.20 · 2L (see the header)
 inline constexpr double kStepDownWindow = 0.92;   // step-downs at i ≥ 0.92 · 2L
-
-inline bool is_massive(double abs_value, double median_abs) {
-    return abs_value > kMassiveAbs && abs_value >= kMassiveRatio * median_abs;
-}
-
-// Median of |x| over n values (the upper median for even n, as the reducers use).
-template <class T>
-double median_abs(const T* data, std::int64_t n) {
-    require(n > 0 && data, "median_abs: empty input");
-    std::vector<double> a(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) a[i] = std::abs(double(data[i]));
-    std::nth_element(a.begin(), a.begin() + n / 2, a.end());
-    return a[n / 2];
-}
 
 struct SubBlock {
     std::int64_t index = 0;       // 1-based, 1 … 2L
@@ -166,12 +160,12 @@ struct SpikeEntry {
 template <class T>
 std::vector<SpikeEntry> massive_entries(const T* state, std::int64_t n, std::int64_t d) {
     require(n > 0 && d > 0, "massive_entries: empty state");
-    const double med = median_abs(state, n * d);
+    const double med = measures::median_abs(state, n * d);
     std::vector<SpikeEntry> out;
     for (std::int64_t t = 0; t < n; ++t)
         for (std::int64_t c = 0; c < d; ++c) {
             const double v = double(state[t * d + c]);
-            if (is_massive(std::abs(v), med)) out.push_back({t, c, v});
+            if (measures::is_massive(std::abs(v), med)) out.push_back({t, c, v});
         }
     std::sort(out.begin(), out.end(), [](const SpikeEntry& a, const SpikeEntry& b) { return std::abs(a.value) > std::abs(b.value); });
     return out;

@@ -68,7 +68,7 @@ struct StatsRequest {
     std::string tokens_file;  // one id sequence per line; each line's first seq_len ids make a sample
     std::int64_t seq_len = 64;      // tokens per sample (Gu et al.: 64)
     std::int64_t max_samples = 0;   // at most this many samples (0: all the input gives)
-    double eps = 0.3;               // sink threshold ε on α₀ (Gu et al.: 0.3)
+    double eps = measures::kSinkEps;  // sink threshold ε on α₀ (Gu et al.: 0.3)
     bool bos = false;               // prepend BOS to every text sample (Gu et al.: none)
     StatsShard shard;               // the part of the samples this run processes
     std::int64_t batch = 8;         // samples per forward pass where batching is bit-exact

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sinkscope/core/measures.hpp"
 #include "sinkscope/model/reducers.hpp"
 
 namespace sinkscope::analysis {
@@ -30,12 +31,13 @@ struct LayerSummary {
 struct ModelSummary {
     std::vector<LayerSummary> layers;
     double sink_rate = 0;   // Sink^ε_0 over all layers
-    double eps = 0.3;
+    double eps = measures::kSinkEps;
     std::int64_t samples = 0;
 };
 
 template <class T>
-ModelSummary summarize(const model::ResidualStats<T>& rs, const model::AttentionStats<T>& as, double eps = 0.3) {
+ModelSummary summarize(const model::ResidualStats<T>& rs, const model::AttentionStats<T>& as,
+                       double eps = measures::kSinkEps) {
     ModelSummary s;
     s.eps = eps;
     s.samples = as.samples();

@@ -1,22 +1,31 @@
 // The definitions every measurement in sinkscope uses, each written once. The reducers, the training
 // trace, the spike analysis, the theory module and the experiments call these; none re-derives them.
 //
-//   median |x| of a state   the upper median of |x| over its n entries: entry ⌊n/2⌋ of the sorted |x|
-//                           (Sun et al. take "the median" of a hidden state; for even n we take the upper one)
-//   median of a sample      the usual median: the mean of the two middle values for an even count
+//   Two sample medians of x (n values, s = x sorted ascending, 0-based); they differ only for even n:
+//   median_of(x)            the usual median: s[n/2] for odd n, (s[n/2 − 1] + s[n/2]) / 2 for even n. Used
+//                           for statistics reported over samples, layers or heads (analysis::median_of,
+//                           bootstrap_median, quadratic_ffn's spike-channel rule, the experiments' verdicts).
+//   upper_median_of(x)      s[⌊n/2⌋], always one of the values (the upper middle one for even n). Used for
+//                           median |x| of a state (median_abs), the median over samples of those per-sample
+//                           medians (ResidualStats::Layer::median, B1, B3's reference median), B2's reported
+//                           medians and max / median ‖U_k‖_F, and the benchmarks' median timings.
+//   median |x| of a state   upper_median_of(|x|) over its n entries (Sun et al. take "the median" of a hidden
+//                           state; for even n we take the upper one)
 //   massive activation      Sun, Chen, Kolter, Liu 2024: |x| > 100 and |x| ≥ 1000 × median |x| of its state
 //   α_k (attention received by key k; Gu et al. 2025)
 //                           α_k = (1 / (T − k)) Σ_{t=k}^{T−1} A[t, k]   (0-based; the queries that can see k)
 //   sink head               α₀ > ε, ε = 0.3 by default (Gu et al.); Sink^ε_0 = the share of (layer, head)
 //                           pairs that are sink heads. Note: uniform causal attention gives
-//                           α₀ = H_T / T (harmonic number), which exceeds 0.3 for T ≤ 10, so the rate means
-//                           something only for T ≥ 12 or so.
+//                           α₀ = H_T / T (harmonic number), which exceeds 0.3 for T ≤ 9 (H_10 / 10 = 0.293),
+//                           so the rate means something only for T ≥ 12 or so.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
@@ -33,16 +42,6 @@ inline bool is_massive(double abs_value, double median_abs) {
 
 inline bool is_sink(double alpha, double eps = kSinkEps) { return alpha > eps; }
 
-// Upper median of |x| over n values.
-template <class T>
-double median_abs(const T* data, std::int64_t n) {
-    require(n > 0 && data, "median_abs: empty input");
-    std::vector<double> a(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) a[static_cast<std::size_t>(i)] = std::abs(double(data[i]));
-    std::nth_element(a.begin(), a.begin() + n / 2, a.end());
-    return a[static_cast<std::size_t>(n / 2)];
-}
-
 // Median of a sample (mean of the two middle values for an even count).
 inline double median_of(std::vector<double> x) {
     require(!x.empty(), "median_of: empty sample");
@@ -51,13 +50,37 @@ inline double median_of(std::vector<double> x) {
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
+// Upper median of a sample: entry ⌊n/2⌋ of the sorted x (the upper middle value for an even count).
+inline double upper_median_of(std::vector<double> x) {
+    require(!x.empty(), "upper_median_of: empty sample");
+    const std::size_t m = x.size() / 2;
+    std::nth_element(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(m), x.end());
+    return x[m];
+}
+
+// Upper median of |x| over n values.
+template <class T>
+double median_abs(const T* data, std::int64_t n) {
+    require(n > 0 && data, "median_abs: empty input");
+    std::vector<double> a(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) a[static_cast<std::size_t>(i)] = std::abs(double(data[i]));
+    return upper_median_of(std::move(a));
+}
+
+// α_k of one head whose column k is read through `column`: column(t) = A[t, k]. The sum runs over
+// t = k … n−1 in that order, in double, so every layout gives the same bits.
+template <class Column>
+double received_attention_from(const Column& column, std::int64_t n, std::int64_t k) {
+    require(n > 0 && k >= 0 && k < n, "received_attention: key position outside the pattern");
+    double s = 0;
+    for (std::int64_t t = k; t < n; ++t) s += double(column(t));
+    return s / double(n - k);
+}
+
 // α_k of one head from its (n × n) row-major pattern A (query rows, key columns).
 template <class T>
 double received_attention(const T* A, std::int64_t n, std::int64_t k) {
-    require(n > 0 && k >= 0 && k < n, "received_attention: key position outside the pattern");
-    double s = 0;
-    for (std::int64_t t = k; t < n; ++t) s += double(A[t * n + k]);
-    return s / double(n - k);
+    return received_attention_from([A, n, k](std::int64_t t) { return A[t * n + k]; }, n, k);
 }
 
 }  // namespace sinkscope::measures

@@ -51,11 +51,8 @@ public:
         std::vector<double> medians;        // median |x| of this layer's hidden state, one per sample
         std::vector<double> norm_sum;       // Σ over samples of ‖x_t‖, by position t
         std::vector<std::int64_t> norm_count;
-        double median() const {             // median over samples of the per-sample median
-            if (medians.empty()) return 0;
-            std::vector<double> m = medians;
-            std::nth_element(m.begin(), m.begin() + m.size() / 2, m.end());
-            return m[m.size() / 2];
+        double median() const {             // upper median over samples of the per-sample median; 0 if none
+            return medians.empty() ? 0.0 : measures::upper_median_of(medians);
         }
         double mean_norm(std::int64_t t) const {
             return t < std::int64_t(norm_sum.size()) && norm_count[t] ? norm_sum[t] / double(norm_count[t]) : 0.0;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/core/measures.hpp"
 #include "sinkscope/theory/common.hpp"
 
 namespace sinkscope::theory {
@@ -320,15 +321,13 @@ SinkHeadScore predict_sink_head(const Eigen::MatrixBase<DQ>& Q, const Eigen::Mat
 // ---- G5: the Gu et al. sink rate ------------------------------------------------------------
 
 // alpha_k = (1/(T-k)) sum_{t=k}^{T-1} A[t,k] for one causal pattern (T, T) (0-based; the paper's
-// 1-based 1/(T-k+1) is the same count of rows).
+// 1-based 1/(T-k+1) is the same count of rows): measures::received_attention on a checked pattern.
 template <class D>
 double sink_importance(const Eigen::MatrixBase<D>& pattern, Index k = 0) {
     detail::require_causal_pattern(pattern, "sink_importance: pattern");
     const Index T = pattern.rows();
     if (k < 0 || k >= T) throw Error("sink_importance: key position " + std::to_string(k) + " is outside [0, T)");
-    double s = 0.0;
-    for (Index t = k; t < T; ++t) s += static_cast<double>(pattern(t, k));
-    return s / static_cast<double>(T - k);
+    return measures::received_attention_from([&pattern, k](Index t) { return pattern(t, k); }, T, k);
 }
 
 // alpha_k for every (layer, head): (L, H). patterns[l][h] is the (T, T) pattern of head h of layer
@@ -354,17 +353,22 @@ RowMatrix<double> importance_table(const std::vector<std::vector<M>>& patterns, 
     return table;
 }
 
-// Sink^eps_k[first_layer:] = fraction of (layer >= first_layer, head) pairs with alpha_k > eps.
-// Defaults follow Gu et al.: eps = 0.3, k = 0. Average it over inputs for their reported rate.
+// Sink^eps_k[first_layer:] = fraction of (layer >= first_layer, head) pairs with alpha_k > eps
+// (measures::is_sink). Defaults follow Gu et al.: eps = measures::kSinkEps = 0.3, k = 0. Average it over
+// inputs for their reported rate.
 template <class M>
-double sink_rate(const std::vector<std::vector<M>>& patterns, double eps = 0.3, Index k = 0, Index first_layer = 0) {
+double sink_rate(const std::vector<std::vector<M>>& patterns, double eps = measures::kSinkEps, Index k = 0,
+                 Index first_layer = 0) {
     if (!std::isfinite(eps)) throw Error("sink_rate: eps must be finite");
     const RowMatrix<double> table = importance_table(patterns, k);
     if (first_layer < 0 || first_layer >= table.rows())
         throw Error("sink_rate: first_layer " + std::to_string(first_layer) + " is outside [0, " +
                     std::to_string(table.rows()) + ")");
     const auto block = table.bottomRows(table.rows() - first_layer);
-    return static_cast<double>((block.array() > eps).count()) / static_cast<double>(block.size());
+    Index sinks = 0;
+    for (Index l = 0; l < block.rows(); ++l)
+        for (Index h = 0; h < block.cols(); ++h) sinks += measures::is_sink(block(l, h), eps);
+    return static_cast<double>(sinks) / static_cast<double>(block.size());
 }
 
 }  // namespace sinkscope::theory

@@ -90,7 +90,7 @@ inline void insert_peak(std::array<Peak, 3>& top, Peak p) {
 // Measures the trace of `w` on `sequences` (T + 1 tokens each). eps: the sink threshold ε.
 template <class T>
 TraceRecord measure_trace(const model::Config& c, const model::Weights<T>& w,
-                          const std::vector<std::vector<std::int32_t>>& sequences, const LossMask& mask, double eps = 0.3) {
+                          const std::vector<std::vector<std::int32_t>>& sequences, const LossMask& mask, double eps = measures::kSinkEps) {
     TraceRecord rec;
     rec.layers.resize(c.n_layers);
     const double S = double(sequences.size());

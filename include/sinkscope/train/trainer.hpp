@@ -45,6 +45,7 @@
 #include <Eigen/Core>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/core/measures.hpp"
 #include "sinkscope/layers/bf16_matmul.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
@@ -73,7 +74,7 @@ struct TrainConfig {
     double init_std = 0.02;
     std::int64_t checkpoint_every = 0; // 0: only at the end
     std::int64_t eval_sequences = 8;   // validation sequences of the trace
-    double sink_eps = 0.3;
+    double sink_eps = measures::kSinkEps;
     std::int64_t threads = 0;          // 0: OpenMP's default
     Parallelism parallel = Parallelism::sequences;
     bool check_finite = true;
