@@ -324,7 +324,16 @@ TEST_CASE("sink geometry: bad input throws sinkscope::Error", "[theory]") {
     CHECK_THROWS_AS(sink_key_subspace(RowMatrix<double>::Ones(4, 3), 0.0), Error);
     CHECK_THROWS_AS(sink_key_subspace(RowMatrix<double>::Ones(4, 3), 0.9, true), Error);  // all keys equal
     const Eigen::MatrixXd B = Eigen::MatrixXd::Identity(3, 1);
-    CHECK_THROWS_WITH(query_alignment(RowMatrix<double>::Zero(2, 3), B), Catch::Contains("zero vector"));
+    // A head whose queries are all zero attends uniformly: its alignment is undefined (NaN), not an error,
+    // and a zero query among others is left out of the mean.
+    CHECK(std::isnan(query_alignment(RowMatrix<double>::Zero(2, 3), B)));
+    RowMatrix<double> one_zero = RowMatrix<double>::Zero(2, 3);
+    one_zero(1, 0) = 2.0;  // along B
+    CHECK(query_alignment(one_zero, B) == 1.0);
+    const SinkHeadScore uniform = predict_sink_head(RowMatrix<double>::Zero(4, 3), RowMatrix<double>::Identity(3, 3),
+                                                    RowMatrix<double>::Identity(3, 3) * 2.0);
+    CHECK(std::isnan(uniform.sink_alignment));
+    CHECK_FALSE(uniform.predicted);
     CHECK_THROWS_AS(query_alignment(RowMatrix<double>::Ones(2, 4), B), Error);
     CHECK_THROWS_WITH(query_alignment(RowMatrix<double>::Ones(2, 3), Eigen::MatrixXd::Ones(3, 1)),
                       Catch::Contains("orthonormal"));

@@ -207,7 +207,10 @@ Index key_dimension(const Eigen::MatrixBase<D>& keys, double threshold = 0.9, bo
 
 // ---- G3: query-to-subspace alignment --------------------------------------------------------
 
-// mean_t ||B^T q_t|| / ||q_t|| over the rows q_t of Q (n, d_h); B (d_h, r) orthonormal columns.
+// mean_t ||B^T q_t|| / ||q_t|| over the rows q_t of Q (n, d_h); B (d_h, r) orthonormal columns. A zero
+// query has no direction (its head attends uniformly, which any trained or pruned model may do): it is
+// left out of the mean, and a head whose every query is zero has no alignment (NaN: undefined, for the
+// caller to count, never an error).
 template <class DQ, class DB>
 double query_alignment(const Eigen::MatrixBase<DQ>& Q, const Eigen::MatrixBase<DB>& basis) {
     detail::check_scalar<typename DQ::Scalar>();
@@ -220,14 +223,16 @@ double query_alignment(const Eigen::MatrixBase<DQ>& Q, const Eigen::MatrixBase<D
     const double ortho = (B.transpose() * B - Eigen::MatrixXd::Identity(B.cols(), B.cols())).cwiseAbs().maxCoeff();
     if (ortho > 1e-5) throw Error("query_alignment: the basis columns are not orthonormal");
     double sum = 0.0;
+    Index defined = 0;
     for (Index t = 0; t < Q.rows(); ++t) {
         const Eigen::VectorXd q = Q.row(t).transpose().template cast<double>();
         const double m = q.cwiseAbs().maxCoeff();
-        if (!(m > 0.0)) throw Error("query_alignment: query row " + std::to_string(t) + " is the zero vector");
+        if (!(m > 0.0)) continue;  // the zero vector: no direction
         const Eigen::VectorXd qs = q / m;
         sum += std::min(1.0, (B.transpose() * qs).norm() / qs.norm());
+        ++defined;
     }
-    return sum / static_cast<double>(Q.rows());
+    return defined ? sum / static_cast<double>(defined) : std::numeric_limits<double>::quiet_NaN();
 }
 
 // ---- G6: the logit gap and the mean-field alpha_0 ------------------------------------------
