@@ -34,7 +34,8 @@
 // Command: build/experiments/a1_bos_ablation [--steps 2000] [--recipe guo] [--control 1] [--window 32] [--eval 64] [--samples 100] [--out out/a1_bos_ablation]
 // Writes: per_layer.csv (model, layer, eps, bos, rate), sink_rates.npy (BOS-trained model),
 // window_sink_rates.npy, control_sink_rates.npy [2 bos × 2 eps × L], meta.json.
-#include "training.hpp"
+// The measurements (with and without BOS, sink rates, training): a1_bos_ablation_measure.hpp.
+#include "a1_bos_ablation_measure.hpp"
 
 #include <sinkscope/analysis/intervals.hpp>
 #include <sinkscope/analysis/sink_change.hpp>
@@ -42,6 +43,7 @@
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
+using namespace sinkscope::experiments::bos_ablation;
 
 struct Config {
     // 4 layers, d 64, 2 heads, T 64, 2000 steps, BOS, Guo et al.'s recipe (training.hpp), lr 1e-2. Measured
@@ -66,53 +68,6 @@ constexpr double kSinkPresent = 0.3;   // precondition: with-BOS Sink^0.3_0[2:] 
 constexpr double kRecovery = 0.8;      // "near its with-BOS level"
 constexpr double kFirstLayers = 2.0;   // "changes only the first two layers"
 constexpr double kCollapse = 0.5;      // window model: "collapses"
-
-// One model measured on the same samples with and without BOS.
-struct BosMeasurement {
-    model::AttentionStats<float> with, without;
-    std::int64_t L, H;
-    BosMeasurement(std::int64_t layers, std::int64_t heads) : with(layers, heads), without(layers, heads), L(layers), H(heads) {}
-};
-
-void measure_bos_pair(BosMeasurement& m, const model::Config& c, const model::Weights<float>& w, const std::vector<Tokens>& with_bos,
-             const std::vector<Tokens>& without_bos, Run& run, const CommonOptions& o, const std::string& what) {
-    for (int b = 0; b < 2; ++b) {
-        auto& stats = b ? m.with : m.without;
-        model::HookSet<float> hooks;
-        stats.attach(hooks);
-        model::EachSequence<float> each;
-        each.before = [&stats](std::int64_t) { stats.begin_sample(); };
-        measure_samples(run, o, c, w, b ? with_bos : without_bos, hooks, each, no_logits(),
-                        what + (b ? " with BOS" : " without BOS"));
-    }
-}
-
-// Sink rates per layer and per layer range into `res`, per-layer rows into the CSV and the .npy.
-void summarise(const BosMeasurement& m, const Config& cfg, std::int64_t from, const std::string& name, Run& run, Csv& csv,
-               const std::string& npy) {
-    json& res = run.results()[name];
-    std::vector<float> rates;  // [bos][eps][layer]
-    for (int b = 0; b < 2; ++b) {
-        const auto& stats = b ? m.with : m.without;
-        const std::string key = b ? "with_bos" : "without_bos";
-        for (double e : cfg.eps) {
-            char eps[32];
-            std::snprintf(eps, sizeof eps, "eps_%.1f", e);
-            json per_layer = json::array();
-            for (std::int64_t l = 0; l < m.L; ++l) {
-                const double r = stats.sink_rate(e, l, l);
-                rates.push_back(float(r));
-                per_layer.push_back(r);
-                csv.row(name, l, e, b, r);
-            }
-            res[key][eps] = {{"all_layers", stats.sink_rate(e)}, {"from_layer", stats.sink_rate(e, from)},
-                             {"first_layers", stats.sink_rate(e, 0, from - 1)}, {"per_layer", per_layer}};
-        }
-    }
-    res["samples"] = m.with.samples();
-    res["from_layer"] = from;
-    run.npy(npy, rates, {2, cfg.eps.size(), std::size_t(m.L)});
-}
 
 std::vector<double> sink_from(const model::AttentionStats<float>& s, std::int64_t from) {
     return s.sink_rate_per_sample(kSinkPresent, from);
@@ -161,44 +116,10 @@ analysis::Verdict recovery_verdict(const std::string& claim, const BosMeasuremen
     return v;
 }
 
-// Sequences of the trained task's validation stream: with = [BOS] x₁ … x_{T−1}, without = x₁ … x_T.
-void bos_pairs(const train::DataSource& data, std::int64_t n, std::int64_t T, std::vector<Tokens>& with_bos,
-               std::vector<Tokens>& without_bos) {
-    with_bos.clear();
-    without_bos.clear();
-    for (std::int64_t i = 0; i < n; ++i) {
-        const auto s = data.sequence(std::uint64_t(i), true);
-        with_bos.emplace_back(s.begin(), s.begin() + T);
-        without_bos.emplace_back(s.begin() + 1, s.begin() + T + 1);
-    }
-}
-
-// Trains `tc` (or, for the null control, draws random weights in its layout) and returns the weights.
-model::Weights<float> trained_weights(const train::TrainConfig& tc, const CommonOptions& opt, Run& run, const std::string& what,
-                                      json& log) {
-    train::Trainer<float> trainer(tc, train::make_data(tc.task));
-    if (opt.random_init >= 0) {
-        log = {{"null_control", "random weights (seed " + std::to_string(opt.random_init) + "), not trained"}};
-        return train::init_weights<float>(tc.model, std::uint64_t(opt.random_init));
-    }
-    const auto before = trainer.trace();
-    while (trainer.current_step() < tc.steps) {
-        trainer.step();
-        run.progress(trainer.current_step(), tc.steps, what + " steps");
-    }
-    const auto after = trainer.trace();
-    log = {{"val_loss_init", before.val_loss}, {"val_loss", after.val_loss}, {"trace_sink_rate", after.sink_rate},
-           {"steps", tc.steps}};
-    return trainer.weights();
-}
-
 }  // namespace
 
-int main(int argc, char** argv) {
-    CLI::App app{"A1: sink rate with and without BOS, on a model trained with BOS, a sliding-window model and a control"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--steps", cfg.size.steps, "training steps of the BOS-trained models")->capture_default_str();
     app.add_option("--layers", cfg.size.layers, "transformer blocks of the trained models (>= 4)")->capture_default_str();
     app.add_option("--heads", cfg.size.heads, "attention heads per layer of the trained models")->capture_default_str();
@@ -212,19 +133,26 @@ int main(int argc, char** argv) {
     app.add_option("--seq-len", cfg.seq_len, "control: tokens per sample, BOS included")->capture_default_str();
     app.add_option("--control", cfg.control, "measure the no-BOS-training control model (--model)")->capture_default_str();
     app.add_option("--from-layer", cfg.from_layer, "l of Sink[l:]")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) {
-        cfg.size = TrainSize{4, 16, 2, 32, 16, 2, 4, 2, 2, 3e-3, 0.1, "bigram-backcopy", true, 0, cfg.size.recipe};
-        cfg.window = 16;
-        cfg.eval = 4;
-        cfg.samples = 2;
-        cfg.seq_len = 16;
-    }
-    try {
+}
+void smoke_sizes(Config& cfg) {
+    cfg.size = TrainSize{4, 16, 2, 32, 16, 2, 4, 2, 2, 3e-3, 0.1, "bigram-backcopy", true, 0, cfg.size.recipe};
+    cfg.window = 16;
+    cfg.eval = 4;
+    cfg.samples = 2;
+    cfg.seq_len = 16;
+}
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"a1_bos_ablation",
+                                "A1: sink rate with and without BOS, on a model trained with BOS, a sliding-window model and a control",
+                                "A1: removing BOS changes only the first layers; Sink[2:] recovers"};
+    // The flags are checked before the Run opens (start()): a refused command line writes nothing.
+    return run_experiment<std::exception>(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](const CommonOptions& opt, auto start) {
         require(cfg.size.layers > cfg.from_layer, "A1 needs more layers than --from-layer");
         require(cfg.window == 0 || (cfg.window >= 16 && cfg.window < cfg.size.seq_len),
                 "--window must be 0 or in [16, T): alpha0 of uniform attention over fewer than 16 keys exceeds 0.3");
-        Run run("a1_bos_ablation", "A1: removing BOS changes only the first layers; Sink[2:] recovers", opt, argc, argv);
+        Run run = start();
         const bool null_run = opt.random_init >= 0;
         const auto trained_absent = null_run ? analysis::Outcome::not_applicable : analysis::Outcome::not_shown;
         const std::string trained_null = std::string("the same layout with random weights, not trained (--random-init SEED): ") +
@@ -254,7 +182,7 @@ int main(int argc, char** argv) {
         run.phase("measure BOS model");
         BosMeasurement bm(tc.model.n_layers, tc.model.n_heads);
         measure_bos_pair(bm, tc.model, w, with_bos, without_bos, run, opt, "BOS model");
-        summarise(bm, cfg, from, "bos_trained", run, csv, "sink_rates.npy");
+        summarise(bm, cfg.eps, from, "bos_trained", run, csv, "sink_rates.npy");
         auto v = recovery_verdict("A1: removing BOS from a model trained with BOS changes only layers 0-1; Sink^0.3_0[2:] recovers",
                                   bm, from, trained_absent, trained_null);
         v.details()["model"] = "sinkscope " + std::to_string(cfg.size.layers) + " layers, d " + std::to_string(cfg.size.d_model) +
@@ -272,7 +200,7 @@ int main(int argc, char** argv) {
             run.phase("measure window model");
             BosMeasurement wm(tcw.model.n_layers, tcw.model.n_heads);
             measure_bos_pair(wm, tcw.model, ww, with_bos, without_bos, run, opt, "window model");
-            summarise(wm, cfg, from, "window", run, csv, "window_sink_rates.npy");
+            summarise(wm, cfg.eps, from, "window", run, csv, "window_sink_rates.npy");
             // Also at the training length T, where queries t >= w cannot see position 0 (alpha0 <= w / T).
             bos_pairs(*data, cfg.eval, cfg.size.seq_len, with_bos, without_bos);
             BosMeasurement wt(tcw.model.n_layers, tcw.model.n_heads);
@@ -316,7 +244,7 @@ int main(int argc, char** argv) {
             run.phase("measure control");
             BosMeasurement cm(c.n_layers, c.n_heads);
             measure_bos_pair(cm, c, in.m.weights, cw, cwo, run, opt, "control");
-            summarise(cm, cfg, cfrom, "no_bos_control", run, csv, "control_sink_rates.npy");
+            summarise(cm, cfg.eps, cfrom, "no_bos_control", run, csv, "control_sink_rates.npy");
             if (cfrom >= 1) {
                 auto vc = recovery_verdict("A1-control: the same rule on --model (SmolLM2-135M by default), a model trained "
                                            "WITHOUT a BOS token: recovery is expected there and tests nothing",
@@ -330,9 +258,5 @@ int main(int argc, char** argv) {
         const double swo = run.results()["bos_trained"]["without_bos"]["eps_0.3"]["from_layer"];
         std::cerr << "  BOS-trained model: Sink^0.3[" << from << ":]  with BOS " << 100 * sw << "%  without BOS " << 100 * swo << "%\n";
         run.finish();
-    } catch (const std::exception& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

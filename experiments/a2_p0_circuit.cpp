@@ -20,7 +20,8 @@
 // Command: build/experiments/a2_p0_circuit [--samples 16] [--ablation-samples 16] [--out out/a2_p0_circuit]
 // Writes: layers.csv, pca.npy [points × 3] (pc1, pc2, is_position_0), ablations.csv (norm ratio with its
 // bootstrap interval, other positions' norm ratio, Δ loss with interval, later sink rate), meta.json.
-#include "common.hpp"
+// The pairwise estimator and the knockout runs: a2_p0_circuit_knockouts.hpp.
+#include "a2_p0_circuit_knockouts.hpp"
 
 #include <limits>
 #include <map>
@@ -34,6 +35,7 @@
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
+using namespace sinkscope::experiments::p0_circuit;
 
 struct Config {
     std::int64_t samples = 16;          // samples for norms, cosines and PCA
@@ -44,17 +46,18 @@ struct Config {
     bool every_layer = true;            // knockouts in every layer 0 … S (smoke: layers {0, 1, S} and heads of S only)
 };
 
-int main(int argc, char** argv) {
-    CLI::App app{"A2: the P0 sink circuit"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--samples", cfg.samples, "samples for norms and cosines")->capture_default_str();
     app.add_option("--ablation-samples", cfg.ablation_samples, "samples per knockout")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 6; cfg.ablation_samples = 3; cfg.seq_len = 16; cfg.pca_samples = 2; cfg.every_layer = false; }
-    try {
-        Run run("a2_p0_circuit", "A2: position 0 gets a huge, fixed-direction norm from attention (p0 = 1) + MLP", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.samples = 6; cfg.ablation_samples = 3; cfg.seq_len = 16; cfg.pca_samples = 2; cfg.every_layer = false; }
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"a2_p0_circuit", "A2: the P0 sink circuit",
+                                "A2: position 0 gets a huge, fixed-direction norm from attention (p0 = 1) + MLP"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"ablation_samples", cfg.ablation_samples}, {"seq_len", cfg.seq_len},
                         {"knockouts_in_every_layer", cfg.every_layer},
                         {"pca_samples", cfg.pca_samples}, {"eps", cfg.eps}, {"bos", false}, {"ablation", "zero, all positions"}};
@@ -73,27 +76,11 @@ int main(int argc, char** argv) {
         run.results()["measure_layer"] = M;
 
         run.phase("clean runs");
-        std::int64_t massive_p0 = 0;  // samples with a massive entry (Sun et al.) at position 0 after block M
         // resid[l][s] = (T × d) state after block l; attn[l][s] = attention output of block l.
-        std::vector<std::vector<std::vector<float>>> resid(L), attn(L);
-        {
-            model::HookSet<float> hooks;
-            model::ActivationCache<float> cache;
-            cache.attach(hooks, [](const std::string& n) {
-                return n.find("hook_resid_post") != std::string::npos || n.find("hook_attn_out") != std::string::npos;
-            });
-            model::EachSequence<float> each;
-            each.after = [&](std::int64_t, const model::Mat<float>&) {
-                const auto& xm = cache[model::hook_name("resid_post", M)].data;
-                const auto e = analysis::massive_entries(xm.data(), T, d);
-                massive_p0 += std::any_of(e.begin(), e.end(), [](const analysis::SpikeEntry& x) { return x.position == 0; });
-                for (std::int64_t l = 0; l < L; ++l) {
-                    resid[l].push_back(cache[model::hook_name("resid_post", l)].data);
-                    attn[l].push_back(cache[model::hook_name("attn_out", l)].data);
-                }
-            };
-            measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits());
-        }
+        CleanStates clean_run = clean_states(run, opt, in, smp, M);
+        const std::int64_t massive_p0 = clean_run.massive_p0;  // samples with a massive entry at position 0 after block M
+        auto& resid = clean_run.resid;
+        auto& attn = clean_run.attn;
         auto row = [d](const std::vector<float>& x, std::int64_t t) {
             return Eigen::Map<const Eigen::VectorXf>(x.data() + t * d, d).cast<double>().eval();
         };
@@ -210,72 +197,10 @@ int main(int argc, char** argv) {
         // units (hook_post) from layers 0 … S (the size of one MLP). Each condition runs on the same NA
         // samples (paired with clean). Effects: position-0 norm after block M, the mean norm of the other
         // positions there, the next-token loss (block knockouts and controls) and the sink rate of layers > S.
-        struct Knockout { std::string kind; std::int64_t layer, head; };
-        std::vector<Knockout> conds{{"clean", -1, -1}};
-        std::vector<std::int64_t> block_layers, head_layers;
-        for (std::int64_t l = 0; l <= S; ++l)
-            if (cfg.every_layer || l <= 1 || l == S) block_layers.push_back(l);
-        for (std::int64_t l = 0; l <= S; ++l)
-            if (cfg.every_layer || l == S) head_layers.push_back(l);
-        for (auto l : block_layers) conds.push_back({"mlp", l, -1});
-        for (auto l : block_layers) conds.push_back({"attn", l, -1});
-        conds.push_back({"random_heads", -1, -1});
         const bool has_hidden = c.ffn == model::FfnKind::swiglu || c.ffn == model::FfnKind::gelu;
-        if (has_hidden) conds.push_back({"random_mlp_units", -1, -1});
-        for (auto l : head_layers)
-            for (std::int64_t h = 0; h < c.n_heads; ++h) conds.push_back({"head", l, h});
+        const std::vector<Knockout> conds = knockout_conditions(S, c.n_heads, cfg.every_layer, has_hidden);
         const std::int64_t NA = std::min(cfg.ablation_samples, N);
-        struct Effect { std::vector<double> norm0, norm_rest, loss, sink_after; };
-        std::vector<Effect> eff(conds.size());
-        std::mt19937_64 rng(opt.seed * 2654435761ull + 11);
-        for (std::size_t k = 0; k < conds.size(); ++k) {
-            const auto& cd = conds[k];
-            // Head knockouts are many and only read ‖x_0‖ after block M. Under the causal mask position 0
-            // attends only to itself (theory P1) and every other operation acts per position, so x_0 depends on
-            // token 0 alone: they run on the first token only, up to block M (no loss, no later sink rate).
-            const bool full = cd.kind != "head";
-            model::AttentionStats<float> as(L, c.n_heads);
-            for (std::int64_t s = 0; s < NA; ++s) {
-                model::HookSet<float> hooks;
-                if (cd.kind == "mlp") model::ablate_mlp(hooks, cd.layer);
-                if (cd.kind == "attn") model::ablate_attention(hooks, cd.layer);
-                if (cd.kind == "head") model::ablate_heads<float>(hooks, cd.layer, {cd.head});
-                if (cd.kind == "random_heads") {
-                    std::vector<std::int64_t> all((S + 1) * c.n_heads);
-                    for (std::size_t i = 0; i < all.size(); ++i) all[i] = std::int64_t(i);
-                    std::shuffle(all.begin(), all.end(), rng);
-                    std::map<std::int64_t, std::vector<std::int64_t>> by_layer;
-                    for (std::int64_t i = 0; i < c.n_heads; ++i) by_layer[all[i] / c.n_heads].push_back(all[i] % c.n_heads);
-                    for (const auto& [l, hs] : by_layer) model::ablate_heads<float>(hooks, l, hs);
-                }
-                if (cd.kind == "random_mlp_units") {
-                    std::vector<std::int64_t> all((S + 1) * c.d_ff);
-                    for (std::size_t i = 0; i < all.size(); ++i) all[i] = std::int64_t(i);
-                    std::shuffle(all.begin(), all.end(), rng);
-                    std::map<std::int64_t, std::vector<std::int64_t>> by_layer;
-                    for (std::int64_t i = 0; i < c.d_ff; ++i) by_layer[all[i] / c.d_ff].push_back(all[i] % c.d_ff);
-                    for (const auto& [l, us] : by_layer) model::zero_ablate_channels<float>(hooks, model::hook_name("post", l), us);
-                }
-                if (full) as.attach(hooks);
-                double n0 = 0, nr = 0;
-                hooks.add(model::hook_name("resid_post", M), [&](const std::string&, model::ActivationRef<float>& x) {
-                    const std::int64_t n = x.shape[0];
-                    n0 = Eigen::Map<const Eigen::VectorXf>(x.data, d).cast<double>().norm();
-                    for (std::int64_t t = 1; t < n; ++t) nr += Eigen::Map<const Eigen::VectorXf>(x.data + t * d, d).cast<double>().norm() / double(n - 1);
-                });
-                if (full) {
-                    as.begin_sample();
-                    const auto logits = model::forward(c, in.m.weights, smp[s], &hooks);
-                    eff[k].loss.push_back(analysis::mean_of(analysis::token_nll(logits, smp[s])));
-                } else {
-                    model::forward(c, in.m.weights, Tokens{smp[s][0]}, &hooks, no_logits(M));
-                }
-                eff[k].norm0.push_back(n0);
-                eff[k].norm_rest.push_back(nr);
-            }
-            if (full) eff[k].sink_after = S + 1 < L ? as.sink_rate_per_sample(cfg.eps, S + 1) : as.sink_rate_per_sample(cfg.eps);
-            run.progress(std::int64_t(k) + 1, std::int64_t(conds.size()), "conditions");
-        }
+        const std::vector<Effect> eff = knockout_effects(run, in, smp, conds, NA, S, M, cfg.eps, opt.seed);
         const Effect& clean = eff[0];
         Csv ab(run.path("ablations.csv"), {"kind", "layer", "head", "norm_pos0", "norm_ratio", "norm_ratio_lo", "norm_ratio_hi",
                                            "rest_ratio", "delta_loss", "delta_loss_lo", "delta_loss_hi", "sink_rate_after"});
@@ -364,23 +289,10 @@ int main(int argc, char** argv) {
         // Sanity check of the first-token shortcut of the head knockouts (P1): ‖x_0‖ after block M from
         // token 0 alone equals the full run's (up to float rounding).
         {
-            double worst = 0;
-            for (std::int64_t s = 0; s < NA; ++s) {
-                model::HookSet<float> hooks;
-                double n0 = 0;
-                hooks.add(model::hook_name("resid_post", M), [&](const std::string&, model::ActivationRef<float>& x) {
-                    n0 = Eigen::Map<const Eigen::VectorXf>(x.data, d).cast<double>().norm();
-                });
-                model::forward(c, in.m.weights, Tokens{smp[s][0]}, &hooks, no_logits(M));
-                worst = std::max(worst, std::abs(n0 - clean.norm0[s]) / std::max(clean.norm0[s], 1e-30));
-            }
+            const double worst = first_token_norm_gap(in, smp, NA, M, clean.norm0);
             v.check("relative difference of ||x_0|| after block M, first token alone vs the full sequence", worst, 1e-3, worst <= 1e-3);
         }
         run.verdict(v);
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

@@ -48,19 +48,18 @@ double ratio0(const double* x, std::int64_t T) {
     return x[0] / (r / double(T - 1));
 }
 
-int main(int argc, char** argv) {
-    CLI::App app{"A3: cone model (unit-norm and value-drain), predicted vs measured attention-output norms"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--samples", cfg.samples, "number of samples")->capture_default_str();
     app.add_option("--seq-len", cfg.seq_len, "tokens per sample")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 4; cfg.seq_len = 16; }
-    try {
-        Run run("a3_cone_model",
-                "A3: E||o||^2 = a^2 + (1 - a^2) E[sum p^2]; position 0 has the largest output norm "
-                "(and the value-drain extension a^2 (sum p r)^2 + (1 - a^2) sum p^2 r^2)", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.samples = 4; cfg.seq_len = 16; }
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"a3_cone_model", "A3: cone model (unit-norm and value-drain), predicted vs measured attention-output norms",
+                                "A3: E||o||^2 = a^2 + (1 - a^2) E[sum p^2]; position 0 has the largest output norm " "(and the value-drain extension a^2 (sum p r)^2 + (1 - a^2) sum p^2 r^2)"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"bos", false},
                         {"values", "hook_v of the head's kv head (before W_O)"}, {"output", "hook_z of the query head"},
                         {"alpha", "theory::fit_cone per sample and kv head (normalised values); alpha_debiased for the cone precondition"}};
@@ -272,9 +271,5 @@ int main(int argc, char** argv) {
         run.verdict(paper);
         run.verdict(drain);
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

@@ -49,11 +49,8 @@ constexpr double kMigration = 0.1;     // fitted change of the layers-0–1 shar
 constexpr std::int64_t kMinCheckpoints = 3;
 }  // namespace
 
-int main(int argc, char** argv) {
-    CLI::App app{"A4: where the sink and the position-0 norm sit during training (no BOS)"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--task", cfg.size.task, "bigram-backcopy | zipf")->capture_default_str();
     app.add_option("--lr", cfg.size.lr, "peak learning rate")->capture_default_str();
     app.add_option("--steps", cfg.size.steps, "optimizer steps")->capture_default_str();
@@ -65,14 +62,18 @@ int main(int argc, char** argv) {
     app.add_option("--seq-len", cfg.size.seq_len, "T")->capture_default_str();
     app.add_option("--eval", cfg.eval, "validation sequences per checkpoint")->capture_default_str();
     app.add_option("--bos", cfg.size.bos, "train and measure with [BOS] at position 0 (Paper A's premise: no)")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) {
-        cfg.size = TrainSize{4, 16, 2, 16, 8, 2, 6, 2, 2, 3e-3, 0.1, cfg.size.task, cfg.size.bos, 0, cfg.size.recipe};
-        cfg.every = 2;
-        cfg.eval = 4;
-    }
-    try {
-        Run run("a4_training_trace", "A4: the sink / P0-norm location over training checkpoints", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) {
+    cfg.size = TrainSize{4, 16, 2, 16, 8, 2, 6, 2, 2, 3e-3, 0.1, cfg.size.task, cfg.size.bos, 0, cfg.size.recipe};
+    cfg.every = 2;
+    cfg.eval = 4;
+}
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"a4_training_trace", "A4: where the sink and the position-0 norm sit during training (no BOS)",
+                                "A4: the sink / P0-norm location over training checkpoints"};
+    return run_experiment<std::exception>(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         const bool null_run = opt.random_init >= 0;
         const auto tc = train_config(cfg.size, opt.seed + 1);
         run.config() = {{"train", tc.to_json()}, {"every", cfg.every}, {"eval_sequences", cfg.eval},
@@ -219,9 +220,5 @@ int main(int argc, char** argv) {
         v.details()["layers"] = L;
         run.verdict(v);
         run.finish();
-    } catch (const std::exception& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

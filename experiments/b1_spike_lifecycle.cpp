@@ -25,18 +25,19 @@ struct Config {
     double tau = 0.2;               // step rule threshold (fraction of the peak)
 };
 
-int main(int argc, char** argv) {
-    CLI::App app{"B1: spike life cycle over Paper B's sub-blocks"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--samples", cfg.samples, "number of samples")->capture_default_str();
     app.add_option("--seq-len", cfg.seq_len, "tokens per sample")->capture_default_str();
     app.add_option("--tau", cfg.tau, "step threshold as a fraction of the peak")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 6; cfg.seq_len = 16; cfg.trace_samples = 2; }  // 6: a 6/6 share clears 0.5 (Clopper–Pearson)
-    try {
-        Run run("b1_spike_lifecycle", "B1: rise-plateau-fall of massive activations; step-up/step-down sub-blocks", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.samples = 6; cfg.seq_len = 16; cfg.trace_samples = 2; }  // 6: a 6/6 share clears 0.5 (Clopper–Pearson)
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"b1_spike_lifecycle", "B1: spike life cycle over Paper B's sub-blocks",
+                                "B1: rise-plateau-fall of massive activations; step-up/step-down sub-blocks"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"trace_samples", cfg.trace_samples},
                         {"tau", cfg.tau}, {"bos", false},
                         {"sub_block_map", "i=2l+1: blocks.l.hook_attn_out (H_i=resid_mid); i=2l+2: blocks.l.hook_mlp_out (H_i=resid_post)"}};
@@ -258,9 +259,5 @@ int main(int argc, char** argv) {
                        {"spike_channels", chj}, {"samples", N}, {"samples_with_spike", with_spike}};
         run.verdict(v);
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

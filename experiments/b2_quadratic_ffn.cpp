@@ -32,17 +32,18 @@ struct Config {
     std::int64_t max_channels = 4;   // spectra for at most this many spike channels
 };
 
-int main(int argc, char** argv) {
-    CLI::App app{"B2: the step-up FFN as a quadratic amplifier"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--samples", cfg.samples, "natural samples for the prediction check")->capture_default_str();
     app.add_option("--factor", cfg.factor, "spike-channel factor over the median ||U_k||_F")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 6; cfg.seq_len = 16; cfg.nev = 3; cfg.max_channels = 2; }  // 6: a 6/6 share clears 0.5
-    try {
-        Run run("b2_quadratic_ffn", "B2: F(h)_k ~ h^T U_k h ~ lambda* (s*^T h)^2 for spike tokens at the step-up FFN", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.samples = 6; cfg.seq_len = 16; cfg.nev = 3; cfg.max_channels = 2; }  // 6: a 6/6 share clears 0.5
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"b2_quadratic_ffn", "B2: the step-up FFN as a quadratic amplifier",
+                                "B2: F(h)_k ~ h^T U_k h ~ lambda* (s*^T h)^2 for spike tokens at the step-up FFN"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"nev", cfg.nev}, {"factor", cfg.factor},
                         {"max_channels", cfg.max_channels}};
         Inputs in = load_inputs(opt, run);
@@ -260,9 +261,5 @@ int main(int argc, char** argv) {
                        {"samples_with_spike", samples_with_spike}};
         run.verdict(v);
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

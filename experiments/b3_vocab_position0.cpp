@@ -44,18 +44,19 @@ bool is_delimiter(const std::string& s) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
-    CLI::App app{"B3: share of the vocabulary that spikes at position 0"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--vocab-limit", cfg.vocab_limit, "only token ids below this (0: all)")->capture_default_str();
     app.add_option("--batch", cfg.batch, "tokens per batched forward")->capture_default_str();
     app.add_option("--text-samples", cfg.text_samples, "natural samples for delimiters")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.vocab_limit = 48; cfg.batch = 16; cfg.trace_samples = 1; cfg.text_samples = 6; cfg.seq_len = 16; cfg.checks = 2; }
-    try {
-        Run run("b3_vocab_position0", "B3: almost every token spikes at position 0; delimiters elsewhere", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.vocab_limit = 48; cfg.batch = 16; cfg.trace_samples = 1; cfg.text_samples = 6; cfg.seq_len = 16; cfg.checks = 2; }
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"b3_vocab_position0", "B3: share of the vocabulary that spikes at position 0",
+                                "B3: almost every token spikes at position 0; delimiters elsewhere"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         Inputs in = load_inputs(opt, run);
         const auto& c = in.m.config;
         const std::int64_t d = c.d_model;
@@ -250,9 +251,5 @@ int main(int argc, char** argv) {
                                    : exact_condition("share of spikes at positions >= 1 that sit on delimiters", std::nan(""), 0, 0.5));
         run.verdict(vb);
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

@@ -87,16 +87,17 @@ analysis::Condition mean_condition(const std::string& name, const std::vector<do
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    CLI::App app{"B4: RMSNorm makes spike tokens sparse and near-constant"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--samples", cfg.samples, "natural-text samples")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 6; cfg.seq_len = 16; }
-    try {
-        Run run("b4_rmsnorm_sparsity", "B4: normalised spike tokens are bounded, sparse and near-constant", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.samples = 6; cfg.seq_len = 16; }
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"b4_rmsnorm_sparsity", "B4: RMSNorm makes spike tokens sparse and near-constant",
+                                "B4: normalised spike tokens are bounded, sparse and near-constant"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"bos", false}};
         Inputs in = load_inputs(opt, run);
         const auto& c = in.m.config;
@@ -260,9 +261,5 @@ int main(int argc, char** argv) {
                                      {"energy_share_spike_heldout", conds[3].value}, {"energy_share_spike_heldout_ci", ci_json(conds[3])},
                                      {"heldout_samples", heldout_share.size()}, {"max_abs_over_sqrt_d", max_over_sqrt_d}};
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

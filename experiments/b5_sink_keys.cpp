@@ -27,7 +27,8 @@
 // and so lowers a dimension; score-half samples for 3).
 // Command: build/experiments/b5_sink_keys [--samples 64] [--out out/b5_sink_keys]
 // Writes: heads.csv (per query head: dimensions, prediction, measured α₀), meta.json.
-#include "common.hpp"
+// The key capture and the confusion counts: b5_sink_keys_measure.hpp.
+#include "b5_sink_keys_measure.hpp"
 
 #include <map>
 
@@ -37,6 +38,7 @@
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
+using namespace sinkscope::experiments::sink_key_subspace;
 
 struct Config {
     std::int64_t samples = 64;
@@ -60,42 +62,20 @@ const char* kRule =
     "the claim's side (for (1) and (2) widened to contain the full-sample value: resamples repeat keys, which lowers "
     "a dimension).";
 
-// Confusion counts of a binary predictor against measured labels.
-struct Confusion {
-    std::int64_t tp = 0, fp = 0, tn = 0, fn = 0;
-    Confusion(const std::vector<bool>& predicted, const std::vector<bool>& measured) {
-        for (std::size_t i = 0; i < predicted.size(); ++i)
-            (predicted[i] ? (measured[i] ? tp : fp) : (measured[i] ? fn : tn)) += 1;
-    }
-    double accuracy() const { return double(tp + tn) / double(tp + tn + fp + fn); }
-    // (TPR + TNR) / 2: 0.5 for any constant predictor. A class that is absent contributes 0.5 (no
-    // information either way).
-    double balanced_accuracy() const {
-        const double tpr = tp + fn ? double(tp) / double(tp + fn) : 0.5;
-        const double tnr = tn + fp ? double(tn) / double(tn + fp) : 0.5;
-        return 0.5 * (tpr + tnr);
-    }
-};
-
-std::vector<double> indices(std::int64_t n) {
-    std::vector<double> v(n);
-    for (std::int64_t i = 0; i < n; ++i) v[i] = double(i);
-    return v;
-}
-
 }  // namespace
 
-int main(int argc, char** argv) {
-    CLI::App app{"B5: sink-key subspace and query alignment predict sink heads"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--samples", cfg.samples, "natural-text samples (half fit, half score)")->capture_default_str();
     app.add_option("--eps", cfg.eps, "sink threshold")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 8; cfg.seq_len = 16; cfg.stride = 2; cfg.resamples = 200; }
-    try {
-        Run run("b5_sink_keys", "B5: sink keys span 1-2 dims; queries' logit gap toward them predicts sink heads", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.samples = 8; cfg.seq_len = 16; cfg.stride = 2; cfg.resamples = 200; }
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"b5_sink_keys", "B5: sink-key subspace and query alignment predict sink heads",
+                                "B5: sink keys span 1-2 dims; queries' logit gap toward them predicts sink heads"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"eps", cfg.eps}, {"energy", cfg.energy},
                         {"stride", cfg.stride}, {"resamples", cfg.resamples}, {"split", "even samples fit, odd samples score"},
                         {"keys", "dimension: position-0 keys vs pre-RoPE keys of one random position per sample; "
@@ -105,7 +85,7 @@ int main(int argc, char** argv) {
         require(c.positions == model::PositionKind::rope, "B5 reads hook_rot_q / hook_rot_k: needs a RoPE model");
         const std::int64_t L = c.n_layers, H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
         const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
-        const std::int64_t N = std::int64_t(smp.size()), T = std::int64_t(smp[0].size());
+        const std::int64_t N = std::int64_t(smp.size());
         require(N >= 4, "B5 needs at least 4 samples (two per half)");
 
         run.phase("locate step-up");
@@ -115,50 +95,16 @@ int main(int argc, char** argv) {
 
         run.phase("samples");
         using analysis::RowMatrixXd;
-        model::AttentionStats<float> stats(L, H);
-        std::vector<RowMatrixXd> sink_keys(L * G, RowMatrixXd(N, dh)), null_keys(L * G, RowMatrixXd(N, dh));
-        std::vector<RowMatrixXd> q_sum(L * H, RowMatrixXd::Zero(T, dh)), k_sum(L * G, RowMatrixXd::Zero(T, dh));
-        std::vector<std::vector<Eigen::VectorXd>> g4_q(L * H), g4_k(L * G);  // fit half, strided positions ≥ 1
-        std::vector<std::int64_t> fit, score;
-        std::mt19937_64 rng(opt.seed + 5);
-        model::HookSet<float> hooks;
-        stats.attach(hooks);
-        model::ActivationCache<float> cache;
-        cache.attach(hooks, [](const std::string& n) {
-            return n.find("attn.hook_rot_q") != std::string::npos || n.find("attn.hook_rot_k") != std::string::npos ||
-                   n.find("attn.hook_k") != std::string::npos;
-        });
-        model::EachSequence<float> each;
-        each.before = [&](std::int64_t) { stats.begin_sample(); };
-        each.after = [&](std::int64_t s, const model::Mat<float>&) {
-            const bool is_fit = s % 2 == 0;
-            (is_fit ? fit : score).push_back(s);
-            const std::int64_t null_pos = 1 + std::int64_t(rng() % std::uint64_t(T - 1));
-            for (std::int64_t l = 0; l < L; ++l) {
-                const auto& q = cache[model::hook_name("rot_q", l)].data;
-                const auto& k = cache[model::hook_name("rot_k", l)].data;
-                const auto& kraw = cache[model::hook_name("k", l)].data;
-                for (std::int64_t g = 0; g < G; ++g)
-                    for (std::int64_t j = 0; j < dh; ++j) {
-                        sink_keys[l * G + g](s, j) = k[g * dh + j];  // position 0: RoPE is the identity
-                        null_keys[l * G + g](s, j) = kraw[(null_pos * G + g) * dh + j];
-                    }
-                if (!is_fit) continue;
-                for (std::int64_t t = 0; t < T; ++t) {
-                    for (std::int64_t h = 0; h < H; ++h)
-                        for (std::int64_t j = 0; j < dh; ++j) q_sum[l * H + h](t, j) += q[(t * H + h) * dh + j];
-                    for (std::int64_t g = 0; g < G; ++g)
-                        for (std::int64_t j = 0; j < dh; ++j) k_sum[l * G + g](t, j) += k[(t * G + g) * dh + j];
-                }
-                for (std::int64_t t = 1; t < T; t += cfg.stride) {
-                    for (std::int64_t h = 0; h < H; ++h)
-                        g4_q[l * H + h].push_back(Eigen::Map<const Eigen::VectorXf>(q.data() + (t * H + h) * dh, dh).cast<double>());
-                    for (std::int64_t g = 0; g < G; ++g)
-                        g4_k[l * G + g].push_back(Eigen::Map<const Eigen::VectorXf>(k.data() + (t * G + g) * dh, dh).cast<double>());
-                }
-            }
-        };
-        measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits());
+        KeyCapture kc = capture_keys(run, opt, in, smp, cfg.stride);
+        auto& stats = kc.stats;
+        const auto& sink_keys = kc.sink_keys;
+        const auto& null_keys = kc.null_keys;
+        const auto& q_sum = kc.q_sum;
+        const auto& k_sum = kc.k_sum;
+        const auto& g4_q = kc.g4_q;
+        const auto& g4_k = kc.g4_k;
+        const auto& fit = kc.fit;
+        const auto& score = kc.score;
         auto rows = [dh](const std::vector<Eigen::VectorXd>& v) {
             RowMatrixXd X(std::int64_t(v.size()), dh);
             for (std::size_t i = 0; i < v.size(); ++i) X.row(std::int64_t(i)) = v[i].transpose();
@@ -323,9 +269,5 @@ int main(int argc, char** argv) {
         run.results()["theory_rule_predicted_sink_heads"] = g4_pos;
         run.results()["pearson_alpha0"] = analysis::pearson(ah, am);
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

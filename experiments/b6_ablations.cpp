@@ -35,6 +35,7 @@ struct Config {
     // Training seeds per variant: the verdicts need >= 3 (an interval across seeds). 19 variants × 3 seeds ×
     // 1000 steps: 986 s measured (2026-12-01, one thread while a compile shared the cores; 4–30 s a run).
     std::int64_t seeds = 3;
+    std::string precision = "float32";  // training products: float32 | bf16 (training.hpp, add_precision_option)
 };
 
 struct Variant {
@@ -43,24 +44,12 @@ struct Variant {
     std::function<void(train::TrainConfig&, std::int64_t seq_len)> apply;
 };
 
-int main(int argc, char** argv) {
-    CLI::App app{"B6: ablation table on from-scratch models"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
-    app.add_option("--task", cfg.size.task, "bigram-backcopy | zipf")->capture_default_str();
-    app.add_option("--lr", cfg.size.lr, "peak learning rate")->capture_default_str();
-    app.add_option("--steps", cfg.size.steps, "optimizer steps per variant")->capture_default_str();
-    app.add_option("--recipe", cfg.size.recipe, "guo | sinkscope (training.hpp; the baseline needs a sink)")->capture_default_str();
-    app.add_option("--variants", cfg.variants, "comma-separated variant names, or all")->capture_default_str();
-    app.add_option("--seeds", cfg.seeds, "training seeds per variant (mean and interval over seeds)")->capture_default_str();
-    std::string precision = "float32";
-    add_precision_option(app, precision);
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.size = TrainSize{1, 16, 2, 16, 8, 2, 3, 2, 2, 3e-3, 0.1, "bigram-backcopy", true, 0, cfg.size.recipe}; cfg.seeds = 3; }
+// The variants of the table: the paper's value of each column beside it (NaN: "–" or "≈" in the paper), and
+// the change each makes to the baseline's training configuration.
+std::vector<Variant> all_variants() {
     const double na = std::nan("");
     using TC = train::TrainConfig;
-    const std::vector<Variant> all{
+    return {
         {"baseline", 10.1, 46.0, 3818, [](TC&, std::int64_t) {}},
         {"sandwich", 9.8, 44.7, 520, [](TC& t, std::int64_t) { t.model.norm_placement = model::NormPlacement::sandwich; }},
         {"sandwich_qknorm", 10.0, 42.0, 92, [](TC& t, std::int64_t) { t.model.norm_placement = model::NormPlacement::sandwich; t.model.qk_norm = true; }},
@@ -87,8 +76,28 @@ int main(int argc, char** argv) {
         {"sink_token", na, na, na, [](TC& t, std::int64_t) { t.model.attention = model::AttentionKind::sink_token; }},
         {"kv_bias", na, na, na, [](TC& t, std::int64_t) { t.model.attention = model::AttentionKind::kv_bias; }},
     };
-    try {
-        Run run("b6_ablations", "B6: spikes and sinks are separable (ablation table)", opt, argc, argv);
+}
+
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
+    app.add_option("--task", cfg.size.task, "bigram-backcopy | zipf")->capture_default_str();
+    app.add_option("--lr", cfg.size.lr, "peak learning rate")->capture_default_str();
+    app.add_option("--steps", cfg.size.steps, "optimizer steps per variant")->capture_default_str();
+    app.add_option("--recipe", cfg.size.recipe, "guo | sinkscope (training.hpp; the baseline needs a sink)")->capture_default_str();
+    app.add_option("--variants", cfg.variants, "comma-separated variant names, or all")->capture_default_str();
+    app.add_option("--seeds", cfg.seeds, "training seeds per variant (mean and interval over seeds)")->capture_default_str();
+    add_precision_option(app, cfg.precision);
+}
+void smoke_sizes(Config& cfg) { cfg.size = TrainSize{1, 16, 2, 16, 8, 2, 3, 2, 2, 3e-3, 0.1, "bigram-backcopy", true, 0, cfg.size.recipe}; cfg.seeds = 3; }
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"b6_ablations", "B6: ablation table on from-scratch models",
+                                "B6: spikes and sinks are separable (ablation table)"};
+    return run_experiment<std::exception>(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
+        const std::vector<Variant> all = all_variants();
+        const double na = std::nan("");
+        using TC = train::TrainConfig;
         const bool null_run = opt.random_init >= 0;
         run.meta()["model"] = null_run ? "random weights in each variant's layout, never trained (null control; --model ignored)"
                                        : "trained from scratch (see config)";
@@ -106,7 +115,7 @@ int main(int argc, char** argv) {
         run.config() = {{"size", {{"layers", cfg.size.layers}, {"d_model", cfg.size.d_model}, {"heads", cfg.size.heads},
                                   {"seq_len", cfg.size.seq_len}, {"steps", cfg.size.steps}, {"batch", cfg.size.batch},
                                   {"lr", cfg.size.lr}, {"recipe", cfg.size.recipe}, {"bos", cfg.size.bos}}},
-                        {"variants", cfg.variants}, {"seeds", cfg.seeds}, {"precision", precision},
+                        {"variants", cfg.variants}, {"seeds", cfg.seeds}, {"precision", cfg.precision},
                         {"loss_windows", "paper 1024-4096 / 2048-4096 of 4096 -> [T/4, T) / [T/2, T)"}};
         Csv csv(run.path("variants.csv"), {"variant", "seed", "val_loss", "sink_ratio", "spike", "spike_ratio", "paper_ppl",
                                            "paper_sink", "paper_spike", "seconds"});
@@ -121,7 +130,7 @@ int main(int argc, char** argv) {
                 const std::uint64_t seed = opt.seed + 1 + 1000 * std::uint64_t(k);  // seed 0 is the single seed of earlier runs
                 const auto tc = train_config(cfg.size, seed, [&](TC& t) {
                     t.optim.weight_decay = cfg.size.weight_decay;  // every recipe: the baseline's 0.1 (see Config)
-                    t.precision = model::matmul_precision_from_string(precision, "--precision");
+                    t.precision = model::matmul_precision_from_string(cfg.precision, "--precision");
                     v.apply(t, cfg.size.seq_len);
                 });
                 const auto t0 = Clock::now();
@@ -249,9 +258,5 @@ int main(int argc, char** argv) {
             run.verdict(vp);
         }
         run.finish();
-    } catch (const std::exception& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

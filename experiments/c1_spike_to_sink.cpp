@@ -45,7 +45,8 @@
 //         x_0[c*] of the clean run),
 //         per_sample.csv (per sample: the rates each verdict reads), patch.csv (per sample: shares,
 //         norm ratio, cosine with position 0's MLP output), meta.json.
-#include "common.hpp"
+// The clean pass, the ablations and the patching: c1_spike_to_sink_interventions.hpp.
+#include "c1_spike_to_sink_interventions.hpp"
 
 #include <algorithm>
 #include <set>
@@ -57,6 +58,7 @@
 
 using namespace sinkscope;
 using namespace sinkscope::experiments;
+using namespace sinkscope::experiments::spike_to_sink;
 using analysis::Side;
 
 struct Config {
@@ -70,43 +72,6 @@ struct Config {
 };
 
 namespace {
-
-// Entries of one state (n × d) with |x| > kMassiveAbs = 100: Sun et al.'s absolute threshold alone,
-// without the 1000 × median part (the early spike of SmolLM2 is large but not yet "massive").
-std::vector<analysis::SpikeEntry> large_entries(const float* x, std::int64_t n, std::int64_t d) {
-    std::vector<analysis::SpikeEntry> out;
-    for (std::int64_t i = 0; i < n * d; ++i)
-        if (std::abs(double(x[i])) > measures::kMassiveAbs) out.push_back({i / d, i % d, double(x[i])});
-    return out;
-}
-
-// Per sample s and layer l (hook_resid_post l): massive entries (Sun et al.), large entries (|x| > 100)
-// and the spike coordinate x_0[c*]; per layer the channel means over positions without a large entry.
-struct CleanPass {
-    std::vector<std::vector<std::vector<analysis::SpikeEntry>>> massive, large;  // [s][l]
-    std::vector<std::vector<double>> x0c;                                         // [s][l]
-    std::vector<std::vector<double>> channel_mean;                                // [l][c]
-    std::vector<std::vector<std::vector<analysis::SpikeEntry>>>& entries(bool use_massive) { return use_massive ? massive : large; }
-};
-
-std::vector<std::int64_t> channels_at_layer(const std::vector<std::vector<std::vector<analysis::SpikeEntry>>>& entries, std::int64_t l) {
-    std::set<std::int64_t> s;
-    for (const auto& per_sample : entries)
-        for (const auto& e : per_sample[l]) s.insert(e.channel);
-    return {s.begin(), s.end()};
-}
-
-// Sink rate per sample for every layer (index l), from one set of interventions per sample.
-struct SinkRun {
-    std::vector<std::vector<double>> by_layer;  // [l][s]
-    std::vector<double> range(std::int64_t first, std::int64_t last) const {
-        std::vector<double> out(by_layer[0].size(), 0.0);
-        for (std::int64_t l = first; l <= last; ++l)
-            for (std::size_t s = 0; s < out.size(); ++s) out[s] += by_layer[l][s] / double(last - first + 1);
-        return out;
-    }
-    double layer_mean(std::int64_t l) const { return by_layer.empty() ? 0.0 : analysis::mean_of(by_layer[l]); }
-};
 
 // A C1/C3 verdict: spike-channel ablation against random-channel ablation, paired per sample.
 analysis::Verdict ablation_verdict(const std::string& claim, const std::string& what, const std::string& spike_present,
@@ -148,17 +113,18 @@ analysis::Verdict ablation_verdict(const std::string& claim, const std::string& 
 
 }  // namespace
 
-int main(int argc, char** argv) {
-    CLI::App app{"C1-C3: the causal chain spike -> sink, by interventions"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--samples", cfg.samples, "text samples (the bootstrap units)")->capture_default_str();
     app.add_option("--seq-len", cfg.seq_len, "tokens per sample")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 6; cfg.seq_len = 16; }  // 6: the smallest n whose CP bound can pass 0.5; T = 16: uniform attention gives α₀ = H_16/16 ≈ 0.21 < ε
-    try {
-        Run run("c1_spike_to_sink", "C1-C3: the spike causes the position-0 sink (ablation and patching, with controls)", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.samples = 6; cfg.seq_len = 16; }  // 6: the smallest n whose CP bound can pass 0.5; T = 16: uniform attention gives α₀ = H_16/16 ≈ 0.21 < ε
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"c1_spike_to_sink", "C1-C3: the causal chain spike -> sink, by interventions",
+                                "C1-C3: the spike causes the position-0 sink (ablation and patching, with controls)"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"eps", cfg.eps}, {"bos", false},
                         {"kept_max", cfg.kept_max}, {"sinks_present_min", cfg.sinks_present_min},
                         {"massive_share_min", cfg.massive_share_min}, {"patch_share_min", cfg.patch_share_min},
@@ -178,44 +144,9 @@ int main(int argc, char** argv) {
 
         run.phase("clean runs");
         const std::int64_t cstar = std::max<std::int64_t>(tr.channel, 0);
-        CleanPass cp;
-        cp.massive.assign(N, std::vector<std::vector<analysis::SpikeEntry>>(L));
-        cp.large = cp.massive;
-        cp.x0c.assign(N, std::vector<double>(L, 0.0));
-        std::vector<std::vector<double>> ch_sum(L, std::vector<double>(d, 0.0));
-        std::vector<std::int64_t> ch_count(L, 0);
         model::AttentionStats<float> clean_att(L, H);
-        {
-            model::HookSet<float> hooks;
-            clean_att.attach(hooks);
-            std::int64_t s = -1;  // the sample whose activations the hooks see
-            for (std::int64_t l = 0; l < L; ++l) {
-                hooks.add(model::hook_name("resid_post", l), [&, l](const std::string&, model::ActivationRef<float>& x) {
-                    const std::int64_t n = x.shape[0];
-                    cp.massive[s][l] = analysis::massive_entries(x.data, n, d);
-                    cp.large[s][l] = large_entries(x.data, n, d);
-                    const auto xv = model::view(x);  // [pos, d_model]
-                    cp.x0c[s][l] = double(xv(0, cstar));
-                    const auto pos = analysis::spike_positions(cp.large[s][l]);
-                    for (std::int64_t t = 0; t < n; ++t) {
-                        if (std::binary_search(pos.begin(), pos.end(), t)) continue;
-                        for (std::int64_t j = 0; j < d; ++j) ch_sum[l][j] += double(xv(t, j));
-                        ++ch_count[l];
-                    }
-                });
-            }
-            model::EachSequence<float> each;
-            each.before = [&](std::int64_t i) {
-                s = i;
-                clean_att.begin_sample();
-            };
-            measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits());
-        }
-        cp.channel_mean.assign(L, {});
-        for (std::int64_t l = 0; l < L; ++l) {
-            cp.channel_mean[l].resize(d);
-            for (std::int64_t j = 0; j < d; ++j) cp.channel_mean[l][j] = ch_count[l] ? ch_sum[l][j] / double(ch_count[l]) : 0.0;
-        }
+        const Setup setup{run, opt, in, smp};
+        const CleanPass cp = clean_pass(setup, cstar, clean_att);
 
         // Per layer: samples with a massive entry anywhere; samples whose spike coordinate |x_0[c*]| > 100;
         // the mean x_0[c*]. E = the first layer before S whose mean |x_0[c*]| exceeds 100.
@@ -244,37 +175,9 @@ int main(int argc, char** argv) {
         run.results()["x0_spike_channel_by_layer"] = x0c_mean;
         std::cerr << "  spike channel " << cstar << ", step-up layer S = " << S << ", early spike layer E = " << E << "\n";
 
-        // One ablation run per sample: the spike channels of `layer` (or as many random never-large ones)
-        // set to their mean at the sample's spike positions of that layer, after every block layer … until.
-        // Returns per-layer sink rates.
+        // The C1 / C3 ablations with this run's samples, channel means and controls (per-layer sink rates).
         auto ablation_runs = [&](std::int64_t layer, std::int64_t until, bool use_massive, bool random, const std::string& label) {
-            SinkRun out;
-            out.by_layer.assign(L, {});
-            const auto& entries = cp.entries(use_massive);
-            const auto spike_ch = channels_at_layer(entries, layer);
-            std::mt19937_64 rng(opt.seed * 7919ull + std::uint64_t(layer) * 104729ull + 17);
-            model::AttentionStats<float> att(L, H);
-            for (std::int64_t s = 0; s < N; ++s) {
-                const auto pos = analysis::spike_positions(entries[s][layer]);
-                std::vector<std::int64_t> ch = spike_ch;
-                if (random) {
-                    std::vector<std::int64_t> pool = never_large;
-                    std::shuffle(pool.begin(), pool.end(), rng);
-                    ch.assign(pool.begin(), pool.begin() + std::min(pool.size(), spike_ch.size()));
-                }
-                model::HookSet<float> hooks;
-                for (std::int64_t l = layer; l <= until && !pos.empty() && !ch.empty(); ++l) {
-                    std::vector<float> means;
-                    for (auto j : ch) means.push_back(float(cp.channel_mean[l][j]));
-                    model::mean_ablate_channels<float>(hooks, model::hook_name("resid_post", l), ch, means, pos);
-                }
-                att.attach(hooks);
-                att.begin_sample();
-                model::forward(c, in.m.weights, smp[s], &hooks, no_logits());
-                run.progress(s + 1, N, label);
-            }
-            for (std::int64_t l = 0; l < L; ++l) out.by_layer[l] = att.sink_rate_per_sample(cfg.eps, l, l);
-            return out;
+            return spike_to_sink::ablation_runs(setup, cp, never_large, cfg.eps, layer, until, use_massive, random, label);
         };
         SinkRun clean;
         clean.by_layer.assign(L, {});
@@ -292,38 +195,9 @@ int main(int argc, char** argv) {
         run.phase("C2: patch position 0's attention output");
         // share[s] = fraction of patched positions t whose state after block P carries the spike:
         // sign(x_0[c*]) · x_t[c*] ≥ ½ |x_0[c*]| (x_0 from the clean run).
-        std::vector<double> share_p0, share_ctrl, value_p0, value_ctrl;
-        std::vector<std::int64_t> ctrl_source;
         const bool c2_possible = P >= 0 && T >= 3;
-        if (c2_possible) {
-            std::mt19937_64 rng(opt.seed * 6151ull + 3);
-            std::uniform_int_distribution<std::int64_t> pick(1, T - 1);
-            for (std::int64_t s = 0; s < N; ++s) {
-                const std::int64_t q = pick(rng);
-                ctrl_source.push_back(q);
-                const double x0 = cp.x0c[s][P], sign = x0 >= 0 ? 1.0 : -1.0;
-                for (int variant = 0; variant < 2; ++variant) {
-                    const std::int64_t src = variant == 0 ? 0 : q;
-                    model::HookSet<float> hooks;
-                    model::copy_position<float>(hooks, model::hook_name("attn_out", P), src);
-                    model::ActivationCache<float> cache;
-                    cache.attach(hooks, std::vector<std::string>{model::hook_name("resid_post", P)});
-                    model::forward(c, in.m.weights, smp[s], &hooks, no_logits(P));
-                    const auto x = model::view(cache[model::hook_name("resid_post", P)]);  // [pos, d_model]
-                    double hits = 0, value = 0, count = 0;
-                    for (std::int64_t t = 1; t < T; ++t) {
-                        if (t == src) continue;
-                        const double v = sign * double(x(t, cstar));
-                        hits += v >= 0.5 * std::abs(x0);
-                        value += std::abs(x0) > 0 ? v / std::abs(x0) : 0.0;
-                        ++count;
-                    }
-                    (variant == 0 ? share_p0 : share_ctrl).push_back(hits / count);
-                    (variant == 0 ? value_p0 : value_ctrl).push_back(value / count);
-                }
-                run.progress(s + 1, N, "patched samples");
-            }
-        }
+        const Patch patch = c2_possible ? patch_runs(setup, cp, P, cstar) : Patch{};
+        const auto& [share_p0, share_ctrl, value_p0, value_ctrl, ctrl_source] = patch;
 
         run.phase("verdicts");
         // C1: later layers S+1 … L−1.
@@ -413,9 +287,5 @@ int main(int argc, char** argv) {
                    at(clean, E + 1, S, c3_possible), at(spike_E, E + 1, S, c3_possible), at(random_E, E + 1, S, c3_possible));
         }
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

@@ -18,6 +18,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <sinkscope/analysis/spike_trace.hpp>
@@ -181,6 +182,44 @@ private:
     Clock::time_point t0_, phase_t0_;
     json meta_;
 };
+
+// What names an experiment: its name (out/<name>/, the stderr prefix, meta.json's "experiment"), the title
+// --help prints first, and the claim it announces on stderr and records in meta.json.
+struct Experiment {
+    std::string name, title, claim;
+};
+
+// The main() of every experiment, around the part that is its own:
+//   flags    add_flags(app, cfg): the experiment's flags, after the common ones (CommonOptions)
+//   smoke    smoke_sizes(cfg): the test sizes, applied after parsing when --smoke is given
+//   body     body(run, opt): the method, the measurements and the rule, with the Run (out/<name>/, meta.json)
+//            already open; or body(opt, start) for an experiment that checks its flags before it opens the
+//            Run (`Run run = start();`), so that a refused command line writes nothing.
+// Exit status: CLI11's for --help and bad flags; 2 with the message on stderr when the body throws a
+// `Caught` (sinkscope::Error, or std::exception where an experiment also reports the standard library's
+// exceptions); 0 when the body returns.
+template <class Caught = Error, class Config, class AddFlags, class Smoke, class Body>
+int run_experiment(int argc, char** argv, const Experiment& experiment, Config& cfg, AddFlags add_flags, Smoke smoke_sizes,
+                   Body body) {
+    CLI::App app{experiment.title};
+    CommonOptions opt;
+    add_common(app, opt);
+    add_flags(app, cfg);
+    CLI11_PARSE(app, argc, argv);
+    if (opt.smoke) smoke_sizes(cfg);
+    try {
+        if constexpr (std::is_invocable_v<Body&, Run&, const CommonOptions&>) {
+            Run run(experiment.name, experiment.claim, opt, argc, argv);
+            body(run, static_cast<const CommonOptions&>(opt));
+        } else {
+            body(static_cast<const CommonOptions&>(opt), [&] { return Run(experiment.name, experiment.claim, opt, argc, argv); });
+        }
+    } catch (const Caught& e) {
+        std::cerr << e.what() << "\n";
+        return 2;
+    }
+    return 0;
+}
 
 // A CSV writer: header once, then rows of values.
 class Csv {

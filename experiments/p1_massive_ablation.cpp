@@ -26,16 +26,17 @@ struct Config {
     std::int64_t seq_len = 64;
 };
 
-int main(int argc, char** argv) {
-    CLI::App app{"P1: zero vs mean ablation of massive activations"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--samples", cfg.samples, "natural-text samples")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 6; cfg.seq_len = 16; }  // 6: a 6/6 share clears 0.5 (Clopper–Pearson)
-    try {
-        Run run("p1_massive_ablation", "Sun et al.: zeroing massive activations destroys perplexity, their mean keeps it", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.samples = 6; cfg.seq_len = 16; }  // 6: a 6/6 share clears 0.5 (Clopper–Pearson)
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"p1_massive_ablation", "P1: zero vs mean ablation of massive activations",
+                                "Sun et al.: zeroing massive activations destroys perplexity, their mean keeps it"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"bos", false}};
         Inputs in = load_inputs(opt, run);
         const auto& c = in.m.config;
@@ -160,9 +161,5 @@ int main(int argc, char** argv) {
         v.details() = {{"spike_channels", channels}, {"layer", S}, {"samples", N}, {"samples_with_spike", samples_with_spike}};
         run.verdict(v);
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }

@@ -23,18 +23,19 @@ struct Config {
     std::vector<std::int64_t> sinks{0, 1, 4};  // initial tokens kept
 };
 
-int main(int argc, char** argv) {
-    CLI::App app{"P2: StreamingLLM window with and without sink tokens"};
-    CommonOptions opt;
-    Config cfg;
-    add_common(app, opt);
+// This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
+void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--samples", cfg.samples, "natural-text samples")->capture_default_str();
     app.add_option("--seq-len", cfg.seq_len, "tokens per sample")->capture_default_str();
     app.add_option("--window", cfg.window, "cache size W")->capture_default_str();
-    CLI11_PARSE(app, argc, argv);
-    if (opt.smoke) { cfg.samples = 4; cfg.seq_len = 24; cfg.window = 8; }
-    try {
-        Run run("p2_streaming_window", "StreamingLLM: 0+W window attention collapses, 4+(W-4) restores perplexity", opt, argc, argv);
+}
+void smoke_sizes(Config& cfg) { cfg.samples = 4; cfg.seq_len = 24; cfg.window = 8; }
+
+int main(int argc, char** argv) {
+    Config cfg;
+    const Experiment experiment{"p2_streaming_window", "P2: StreamingLLM window with and without sink tokens",
+                                "StreamingLLM: 0+W window attention collapses, 4+(W-4) restores perplexity"};
+    return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"window", cfg.window}, {"sinks", cfg.sinks},
                         {"bos", false}, {"nll_positions", "predictions made at positions >= W"}};
         Inputs in = load_inputs(opt, run);
@@ -93,9 +94,5 @@ int main(int argc, char** argv) {
         v.details() = {{"window", cfg.window}, {"samples", N}, {"seq_len", cfg.seq_len}};
         run.verdict(v);
         run.finish();
-    } catch (const Error& e) {
-        std::cerr << e.what() << "\n";
-        return 2;
-    }
-    return 0;
+    });
 }
