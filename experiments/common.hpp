@@ -24,6 +24,7 @@
 #include <sinkscope/analysis/spike_trace.hpp>
 #include <sinkscope/analysis/spikes.hpp>
 #include <sinkscope/analysis/text.hpp>
+#include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/analysis/verdict.hpp>
 #include <sinkscope/core/measures.hpp>
 #include <sinkscope/io/dequantize.hpp>
@@ -60,7 +61,8 @@ struct CommonOptions {
     unsigned seed = 0;                // seeds every random choice
     std::int64_t random_init = -1;    // ≥ 0: null control — the model's layout with random weights (this seed)
     std::string tokens_file;          // fixed token sequences, one per line (instead of text / random ids)
-    std::string weights = "float32";  // "float32", "file" (linear maps kept in their file types) or "bf16" (model/load.hpp)
+    std::string weights = "auto";     // "auto" (float32 when it fits in memory, else "file"), "float32", "file" (linear
+                                      // maps kept in their file types) or "bf16" (model/load.hpp)
     std::string compute = "exact";    // "exact", "int8" or "bf16" (model::load_options_from)
     std::int64_t forward_batch = 8;   // samples per forward pass where batching is bit-exact (model::forward_each)
 };
@@ -81,11 +83,12 @@ inline void add_common(CLI::App& app, CommonOptions& o) {
     app.add_option("--tokens-file", o.tokens_file,
                    "token ids, one sequence per line (spaces or commas); samples are cut from these sequences");
     app.add_option("--weights", o.weights,
+                   "auto: float32 when it fits in memory, else file (said on stderr and in meta.json); "
                    "float32: convert every tensor at load; file: keep the linear maps of a GGUF or Hugging Face "
                    "directory in their file types, memory-mapped (a 7B model in its 4.7 or 15 GB instead of 30; "
                    "B2 and B3 dequantize the one layer whose weights they read); bf16: convert at load, then round "
                    "the linear maps to BF16 once (with --compute bf16: the same products, half the memory, faster)")
-        ->check(CLI::IsMember({"float32", "file", "bf16"}))->capture_default_str();
+        ->check(CLI::IsMember({"auto", "float32", "file", "bf16"}))->capture_default_str();
     app.add_option("--compute", o.compute,
                    "exact, int8 (8-bit activations against block-typed maps, ~1e-2 relative) or bf16 (bf16 inputs, "
                    "float32 sums; needs oneDNN): check a result against exact before trusting it")
@@ -130,6 +133,9 @@ public:
                  {"corpus", !o.tokens_file.empty() ? "token file " + o.tokens_file
                             : o.random_tokens ? "random token ids" : o.corpus}};
         if (o.random_init >= 0) meta_["null_model"] = {{"random_init_seed", o.random_init}};
+        // The pre-registered rule set every verdict of this run is decided by (analysis/rule_table.hpp).
+        meta_["rule_set"] = {{"version", analysis::kRuleSetVersion},
+                             {"hash", analysis::rule_set_hash(analysis::rule_table(), analysis::kRuleSetVersion)}};
         std::cerr << "[" << name_ << "] " << claim << "\n";
     }
     const std::string& out() const { return out_; }
@@ -250,7 +256,12 @@ inline Inputs load_inputs(const CommonOptions& o, Run& run) {
     run.phase("load model");
     // After a check that the weights fit in memory (an Error naming what is needed, not a bad_alloc).
     const model::LoadOptions options = model::load_options_from(o.weights, o.compute);
-    Inputs in{train::load_within_memory(o.model, options), nullptr};
+    train::WeightMemory counted;
+    Inputs in{train::load_within_memory(o.model, options, &counted), nullptr};
+    // The storage the load used ("auto" chooses float32 when it fits); what was asked stays beside it.
+    run.meta()["weights"]["storage"] = counted.storage;
+    if (counted.storage != o.weights) run.meta()["weights"]["asked"] = o.weights;
+    if (!counted.reason.empty()) run.meta()["weights"]["reason"] = counted.reason;
     if (o.random_init >= 0) {
         in.m = train::random_like(in.m, std::uint64_t(o.random_init));  // dense float32, whatever the storage
         in.m.weights.set_precision(options.precision);                  // the same arithmetic for the products
