@@ -524,7 +524,7 @@ CSS = """body{font-family:sans-serif;max-width:1250px;margin:auto;padding:1em;fo
 table.main{border-collapse:collapse;width:100%}table.main>tbody>tr>td,table.main>tbody>tr>th{border:1px solid #ccc;padding:6px;vertical-align:top}
 table.inner{border-collapse:collapse;margin:4px 0}table.inner td,table.inner th{border:1px solid #ddd;padding:2px 5px;font-size:12px}
 .v-reproduced{background:#d4f7d4}.v-not-reproduced{background:#f7d4d4}.v-not-shown-at-this-scale{background:#f7f0c8}
-.v-not-applicable{background:#e8e0f7}.v-not-run{background:#e0e0e0}
+.v-not-applicable{background:#e8e0f7}.v-not-run{background:#e0e0e0}.v-inconclusive{background:#fbe3c8}
 img{max-width:100%}.rule{font-size:12px;color:#333}.small{font-size:12px;color:#555}"""
 
 
@@ -552,7 +552,7 @@ def null_html(null_rows):
     if not null_rows:
         return ""
     out = ["<h2>Null controls</h2><p>The same experiments on random weights in the same layout (--random-init 1). Every rule "
-           "must say \"not reproduced\" or \"not applicable\" here; a \"reproduced\" would mean the rule cannot fail.</p>",
+           "must not say \"reproduced\" here (\"not reproduced\", \"not applicable\" or \"inconclusive\"); a \"reproduced\" would mean the rule cannot fail.</p>",
            "<table class='inner'><tr><th>claim</th><th>experiment</th><th>outcome</th><th>decided by</th></tr>"]
     for row in null_rows:
         v = row["verdict"]
@@ -565,8 +565,11 @@ def null_html(null_rows):
 
 
 def write_html(report, rows, metas, out, null_rows=()):
-    counts = {}
+    counts, controls = {}, 0
     for row in rows:
+        if row["verdict"] and row["verdict"].get("rule_kind") == "control":
+            controls += 1  # a check of the method, not a claim: reported, not counted
+            continue
         o = row["verdict"]["outcome"] if row["verdict"] else NOT_RUN
         counts[o] = counts.get(o, 0) + 1
     total = sum(m.get("timings", {}).get("total_seconds", 0) for m in metas)
@@ -583,7 +586,9 @@ def write_html(report, rows, metas, out, null_rows=()):
                 "<p>Every verdict below was decided by the experiment that measured it (C++, include/sinkscope/analysis/verdict.hpp) and "
                 "read from its meta.json; this page decides nothing. A condition holds only when its whole 95% interval lies on the "
                 "claim's side of the threshold; each rule names the null control on which it must fail (CTest checks that). "
-                "Outcomes: " + ", ".join(f"<b>{k}</b> {v}" for k, v in sorted(counts.items())) + ".</p>"]
+                "An interval that straddles its threshold gives <b>inconclusive</b>; <b>not reproduced</b> needs the whole "
+                "interval on the wrong side. Claims: " + ", ".join(f"<b>{k}</b> {v}" for k, v in sorted(counts.items()))
+                + (f"; {controls} control(s) of the method, not counted" if controls else "") + ".</p>"]
     if nulls:
         html_out.append(f"<p><b>Null control run</b> (random weights): {', '.join(nulls)}.</p>")
     html_out.append("<p><b>Rule set</b> (pre-registered, analysis/rule_table.hpp; experiments/RULES_CHANGELOG.md): "
@@ -637,7 +642,8 @@ def claims_markdown(rows, null_rows=(), metas=()):
             continue
         ci = v.get("ci") or [None, None]
         measure = v.get("measure", "").replace("|", "/")
-        lines.append(f"| {row['claim']} | **{v['outcome']}** | {measure}: {num(v.get('statistic'))} [{num(ci[0])}, {num(ci[1])}] "
+        label = row["claim"] + (" (control, not counted)" if v.get("rule_kind") == "control" else "")
+        lines.append(f"| {label} | **{v['outcome']}** | {measure}: {num(v.get('statistic'))} [{num(ci[0])}, {num(ci[1])}] "
                      f"| {v.get('n', '')} | {v.get('side', '')} {num(v.get('threshold'))} | {v.get('decided_by', '').replace('|', '/')} "
                      f"| {null.get(row['claim'], 'not run')} |")
     return "\n".join(lines) + "\n"

@@ -107,3 +107,41 @@ TEST_CASE("a verdict's outcome follows its preconditions and conditions, never i
     CHECK(j["n"] == 64);
     CHECK_THROWS_AS(Verdict("X6", "r", "n").to_json(), Error);   // no condition: nothing decided
 }
+
+TEST_CASE("an interval that straddles its threshold is inconclusive, not a failure", "[analysis][verdict]") {
+    // A condition fails only when its whole interval is on the wrong side.
+    CHECK(bootstrap_condition("x", 0.7, {0.6, 0.75}, 10, 0.8).fails());
+    CHECK_FALSE(bootstrap_condition("x", 0.79, {0.7, 0.85}, 10, 0.8).fails());
+    CHECK(bootstrap_condition("x", 0.3, {0.25, 0.35}, 10, 0.2, Side::at_most).fails());
+    CHECK_FALSE(bootstrap_condition("x", std::nan(""), {std::nan(""), std::nan("")}, 0, 0.0).fails());
+    CHECK(exact_condition("count", 0, 1, 1).fails());  // an exact value is never undecided
+
+    Verdict straddles("X7", "rule", "null");
+    straddles.condition(rate_condition("share", 60, 64, 0.8)).condition(bootstrap_condition("balanced accuracy", 0.789, {0.70, 0.86}, 32, 0.8));
+    CHECK(straddles.outcome() == Outcome::inconclusive);
+    CHECK(straddles.decided_by() == "condition undecided: balanced accuracy (n = 32, its interval straddles the threshold)");
+    CHECK(straddles.to_json()["outcome"] == "inconclusive");
+
+    // A failed condition decides even when an earlier one is undecided.
+    Verdict mixed("X8", "rule", "null");
+    mixed.condition(bootstrap_condition("a", 0.79, {0.7, 0.85}, 10, 0.8)).condition(rate_condition("b", 1, 64, 0.8));
+    CHECK(mixed.outcome() == Outcome::not_reproduced);
+    CHECK(mixed.decided_by() == "condition failed: b");
+
+    // No data: inconclusive, naming the missing interval.
+    Verdict empty("X9", "rule", "null");
+    empty.condition(exact_condition("ratio", std::nan(""), 0, 0.05, Side::at_most));
+    CHECK(empty.outcome() == Outcome::inconclusive);
+    CHECK(empty.decided_by() == "condition undecided: ratio (n = 0, no interval)");
+
+    // Preconditions: absent (whole interval below) gives its outcome; undecided gives inconclusive; a power
+    // precondition may give inconclusive when it fails.
+    Verdict rare("X10", "rule", "null");
+    rare.precondition(rate_condition("has a spike", 2, 6, 0.5)).condition(rate_condition("share", 60, 64, 0.8));
+    CHECK(rare.outcome() == Outcome::inconclusive);
+    Verdict few("X11", "rule", "null");
+    few.precondition(exact_condition("spike tokens at positions >= 1", 6, 6, 10), Outcome::inconclusive)
+        .condition(rate_condition("share", 60, 64, 0.8));
+    CHECK(few.outcome() == Outcome::inconclusive);
+    CHECK(few.decided_by() == "precondition failed: spike tokens at positions >= 1");
+}

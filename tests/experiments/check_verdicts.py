@@ -2,11 +2,12 @@
 """Checks the verdict objects an experiment wrote to OUT/meta.json (CTest runs it after every smoke run).
 
 Usage: check_verdicts.py any|null OUT
-  any   every verdict object is well formed: claim, outcome (one of the four), rule, measure, statistic,
+  any   every verdict object is well formed: claim, outcome (one of the five), rule, measure, statistic,
         threshold, ci [lo, hi] with lo <= hi, n, null (the control the rule names), conditions.
-  null  the run was a null control (--random-init: the model's layout with random weights): every
-        verdict must also be "not reproduced" or "not applicable" (experiments that train their own
-        model may say "not shown at this scale": no trained structure formed).
+  null  the run was a null control (--random-init: the model's layout with random weights): no verdict
+        may say "reproduced" ("not reproduced", "not applicable" and "inconclusive" are allowed;
+        experiments that train their own model may say "not shown at this scale": no trained structure
+        formed).
 Standard library only. Exit 0 when the check passes, 1 with the reasons otherwise.
 """
 import json
@@ -14,8 +15,8 @@ import math
 import os
 import sys
 
-OUTCOMES = {"reproduced", "not reproduced", "not shown at this scale", "not applicable"}
-NULL_OK = {"not reproduced", "not applicable"}
+OUTCOMES = {"reproduced", "not reproduced", "not shown at this scale", "not applicable", "inconclusive"}
+NULL_OK = {"not reproduced", "not applicable", "inconclusive"}
 TRAINS_ITS_OWN_MODEL = {"a4_training_trace", "a4_scale_sweep", "b6_ablations"}
 
 

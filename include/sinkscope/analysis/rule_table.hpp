@@ -11,7 +11,7 @@
 
 namespace sinkscope::analysis {
 
-inline constexpr const char* kRuleSetVersion = "1";
+inline constexpr const char* kRuleSetVersion = "2";
 
 // One row per rule, in the order the experiments run (A1 … A4-scale, B1 … B6, C1 … C3, P1, P2).
 //   id        the claim string the experiment passes to Verdict(...) where it is a short id; where it
@@ -35,8 +35,21 @@ inline constexpr const char* kRuleSetVersion = "1";
 // Sources: "definition: core/measures.hpp" for Sun et al.'s 100 / 1000 and Gu et al.'s ε; "convention"
 // for the project's own thresholds (with the paper's wording they read, where the README cites it);
 // "paper: …" where the number is taken from a paper's figure or table.
+// How every rule turns its conditions into an outcome (analysis/verdict.hpp, Verdict::decide), added to
+// each row's outcome map: "not reproduced" needs a condition's whole interval on the wrong side of its
+// threshold; an interval that straddles it, or none at all, leaves the claim undecided.
+inline std::vector<Rule> with_decision_outcomes(std::vector<Rule> rules) {
+    for (auto& r : rules) {
+        if (r.outcomes.erase("a condition fails"))
+            r.outcomes["a condition fails: its whole interval on the wrong side of the threshold"] = "not reproduced";
+        r.outcomes["a condition or precondition undecided: its interval straddles the threshold, or there is none"] =
+            "inconclusive";
+    }
+    return rules;
+}
+
 inline const std::vector<Rule>& rule_table() {
-    static const std::vector<Rule> rules = {
+    static const std::vector<Rule> rules = with_decision_outcomes({
         // ---- Paper A -----------------------------------------------------------------------------------
         // Claim string (a1_bos_ablation.cpp:258): "A1: removing BOS from a model trained with BOS changes only
         // layers 0-1; Sink^0.3_0[2:] recovers".
@@ -615,7 +628,7 @@ inline const std::vector<Rule>& rule_table() {
                  },
              /*preconditions*/ {},
              /*outcomes*/ {{"every condition holds", "reproduced"}, {"a condition fails", "not reproduced"}}},
-    };
+    });
     return rules;
 }
 

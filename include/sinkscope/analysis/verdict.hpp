@@ -1,24 +1,33 @@
 // Verdicts that can fail: a claim, the rule that decides it, the numbers the rule read (each with its
-// interval and n) and the null control on which the rule must say "not reproduced" / "not applicable".
+// interval and n) and the null control on which the rule must not say "reproduced".
 //
 // A verdict is built from
-//   preconditions  the phenomenon the claim is about must be present (a sink, a spike, a step-up
-//                  block). A failed precondition gives its own outcome: "not applicable" for a
-//                  measured model (a random-initialised model has no sink, so a claim about its sink
-//                  does not apply), "not shown at this scale" for a model trained here.
+//   preconditions  the phenomenon or population the claim is about must be present (a sink, a spike, a
+//                  step-up block, enough units to decide). A precondition whose whole interval lies on
+//                  the wrong side gives its own outcome: "not applicable" for a measured model (a
+//                  random-initialised model has no sink, so a claim about its sink does not apply), "not
+//                  shown at this scale" for a model trained here, "inconclusive" where the precondition
+//                  is about power (too few units to decide, not an absent phenomenon).
 //   conditions     each a statistic with a 95% interval compared with a threshold fixed before looking
-//                  (experiments/README.md says where each threshold comes from). A condition holds
-//                  only when its whole interval lies on the claim's side: lo ≥ t for "at least",
-//                  hi ≤ t for "at most". An interval that straddles the threshold does not hold.
+//                  (analysis/rule_table.hpp registers each). A condition holds when its whole interval
+//                  lies on the claim's side (lo ≥ t for "at least", hi ≤ t for "at most"), fails when its
+//                  whole interval lies on the other side (hi < t, lo > t), and is undecided otherwise: an
+//                  interval that straddles the threshold, or no interval at all (NaN, no data).
 //   checks         theorems and sanity checks reported beside the verdict, never evidence (a bound that
 //                  holds for every input cannot support a claim).
-// outcome = the first failed precondition's outcome, else "reproduced" when every condition holds,
-// else "not reproduced". The first condition is the headline (statistic, threshold, ci, n).
+// outcome, in this order:
+//   the first precondition that fails        its outcome (above)
+//   a precondition that is undecided         "inconclusive"
+//   every condition holds                    "reproduced"
+//   a condition fails                        "not reproduced"   (the whole interval on the wrong side)
+//   otherwise (some condition undecided)     "inconclusive"     (decided_by names it and its n)
+// The first condition is the headline (statistic, threshold, ci, n).
 //
 // JSON (written to out/<experiment>/meta.json under "verdict"; a list when one run decides several
 // claims): {"claim", "outcome", "rule", "measure", "statistic", "threshold", "ci": [lo, hi], "n",
-// "null", "decided_by", "preconditions": [...], "conditions": [...], "checks": [...], "rule_id", "rule_hash"}
-// (the last two when the verdict names its registered rule, analysis/rule_set.hpp).
+// "null", "decided_by", "preconditions": [...], "conditions": [...], "checks": [...], "rule_id", "rule_hash",
+// "rule_kind"} (the last three when the verdict names its registered rule, analysis/rule_set.hpp; a rule of
+// kind "control" checks the method and is not counted among the claims).
 #pragma once
 
 #include <cmath>
@@ -34,7 +43,7 @@
 
 namespace sinkscope::analysis {
 
-enum class Outcome { reproduced, not_reproduced, not_shown, not_applicable };
+enum class Outcome { reproduced, not_reproduced, not_shown, not_applicable, inconclusive };
 
 inline const char* to_string(Outcome o) {
     switch (o) {
@@ -42,6 +51,7 @@ inline const char* to_string(Outcome o) {
         case Outcome::not_reproduced: return "not reproduced";
         case Outcome::not_shown: return "not shown at this scale";
         case Outcome::not_applicable: return "not applicable";
+        case Outcome::inconclusive: return "inconclusive";
     }
     return "?";
 }
@@ -63,6 +73,11 @@ struct Condition {
     bool holds() const {
         if (std::isnan(ci.lo) || std::isnan(ci.hi)) return false;
         return side == Side::at_least ? ci.lo >= threshold : ci.hi <= threshold;
+    }
+    // Fails when the whole interval lies on the other side (NaN never fails: nothing was measured).
+    bool fails() const {
+        if (std::isnan(ci.lo) || std::isnan(ci.hi)) return false;
+        return side == Side::at_least ? ci.hi < threshold : ci.lo > threshold;
     }
 };
 
@@ -89,17 +104,19 @@ public:
     Verdict(std::string claim, std::string rule, std::string null)
         : claim_(std::move(claim)), rule_(std::move(rule)), null_(std::move(null)) {}
 
-    // The phenomenon must be present; if `c` does not hold, the outcome is `if_absent`.
+    // The phenomenon must be present; if `c` fails, the outcome is `if_absent` (if it is undecided:
+    // "inconclusive"). A precondition about power (enough units to decide) passes Outcome::inconclusive.
     Verdict& precondition(Condition c, Outcome if_absent = Outcome::not_applicable) {
-        require(if_absent == Outcome::not_applicable || if_absent == Outcome::not_shown,
-                "Verdict::precondition: an absent phenomenon gives 'not applicable' or 'not shown at this scale'");
+        require(if_absent == Outcome::not_applicable || if_absent == Outcome::not_shown || if_absent == Outcome::inconclusive,
+                "Verdict::precondition: an absent phenomenon gives 'not applicable', 'not shown at this scale' or "
+                "'inconclusive'");
         pre_.push_back({std::move(c), if_absent});
         return *this;
     }
     Verdict& condition(Condition c) { cond_.push_back(std::move(c)); return *this; }
     // The registered rule (analysis/rule_table.hpp) this verdict applies: its id and hash go into the JSON,
     // so every outcome names the exact rule-set row that decided it.
-    Verdict& registered(const Rule& r) { rule_id_ = r.id; rule_hash_ = rule_hash(r); return *this; }
+    Verdict& registered(const Rule& r) { rule_id_ = r.id; rule_hash_ = rule_hash(r); rule_kind_ = r.kind; return *this; }
     const std::string& rule_id() const { return rule_id_; }
     // A theorem or sanity check, reported but never part of the decision.
     Verdict& check(std::string name, double value, double bound, bool holds) {
@@ -134,6 +151,7 @@ public:
         if (!rule_id_.empty()) {
             j["rule_id"] = rule_id_;
             j["rule_hash"] = rule_hash_;
+            j["rule_kind"] = rule_kind_;
         }
         if (!details_.is_null()) j["details"] = details_;
         return j;
@@ -153,15 +171,23 @@ private:
                 {"threshold", num(c.threshold)}, {"side", c.side == Side::at_least ? ">=" : "<="},
                 {"interval", c.interval_kind}, {"holds", c.holds()}};
     }
+    static std::string undecided(const Condition& c) {
+        return c.name + " (n = " + std::to_string(c.n) +
+               (std::isnan(c.ci.lo) || std::isnan(c.ci.hi) ? ", no interval)" : ", its interval straddles the threshold)");
+    }
     std::pair<Outcome, std::string> decide() const {
         for (const auto& p : pre_)
-            if (!p.c.holds()) return {p.if_absent, "precondition failed: " + p.c.name};
+            if (p.c.fails()) return {p.if_absent, "precondition failed: " + p.c.name};
+        for (const auto& p : pre_)
+            if (!p.c.holds()) return {Outcome::inconclusive, "precondition undecided: " + undecided(p.c)};
         for (const auto& c : cond_)
-            if (!c.holds()) return {Outcome::not_reproduced, "condition failed: " + c.name};
+            if (c.fails()) return {Outcome::not_reproduced, "condition failed: " + c.name};
+        for (const auto& c : cond_)
+            if (!c.holds()) return {Outcome::inconclusive, "condition undecided: " + undecided(c)};
         return {Outcome::reproduced, "every condition holds"};
     }
 
-    std::string claim_, rule_, null_, rule_id_, rule_hash_;
+    std::string claim_, rule_, null_, rule_id_, rule_hash_, rule_kind_;
     std::vector<Pre> pre_;
     std::vector<Condition> cond_;
     nlohmann::json checks_ = nlohmann::json::array();
