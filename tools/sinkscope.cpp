@@ -21,6 +21,10 @@
 //                                                table and the JSON of the whole run
 //   sinkscope random-model MODEL --out F.safetensors [--seed 1]
 //                                                a null control: MODEL's layout with random weights
+//   sinkscope planted massive --out F.safetensors [--twin] [--dose 1] [--seed 1] [--like MODEL]
+//                                                a planted massive activation (train/planted.hpp,
+//                                                theory/planted_massive.md): a small Llama layout, or
+//                                                MODEL's; --twin: the step-up unit switched off
 //   sinkscope rules [--json]                     the pre-registered verdict rules: the set's hash and each
 //                                                rule's (--json: every rule's canonical JSON too)
 // MODEL is a .gguf file, a Hugging Face directory (config.json + safetensors) or a sinkscope checkpoint
@@ -49,6 +53,7 @@
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/train/config_io.hpp>
+#include <sinkscope/train/planted.hpp>
 #include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
 
@@ -361,6 +366,24 @@ int cmd_random_model(const std::string& path, const std::string& out, std::uint6
     return 0;
 }
 
+// A planted massive activation (train/planted.hpp) written as a sinkscope checkpoint; the plan (channels,
+// magnitudes) goes into the checkpoint's note and onto stdout as JSON.
+int cmd_planted_massive(const std::string& out, const std::string& like, const train::PlantedOptions& o) {
+    model::Config c = train::planted_default_config();
+    if (!like.empty()) c = load_checked(like).config;
+    const auto pm = train::planted_massive_plan(c, o);
+    nlohmann::json note = pm.plan.to_json();
+    note["mechanism_on"] = o.mechanism_on;
+    note["dose"] = o.dose;
+    note["seed"] = o.seed;
+    note["like"] = like;
+    train::save_model(out, c, pm.weights, {{"planted", note}});
+    std::cerr << "wrote " << out << ": " << c.describe() << (o.mechanism_on ? ", planted" : ", twin (step-up off)")
+              << " massive activation, dose " << o.dose << "\n";
+    std::cout << note.dump(1) << "\n";
+    return 0;
+}
+
 // The pre-registered rule set (analysis/rule_table.hpp): one line per rule, or with --json the set hash
 // and every rule's hash and canonical JSON (tests/experiments/check_rule_set.py reads it).
 int cmd_rules(bool as_json) {
@@ -446,6 +469,23 @@ int main(int argc, char** argv) {
     random_model->add_option("--out", out, "output file (.safetensors)")->required();
     random_model->add_option("--seed", seed, "seed of the random weights")->capture_default_str();
 
+    auto* planted = app.add_subcommand("planted", "models with a mechanism planted by construction (theory/planted_*.md)");
+    auto* planted_massive = planted->add_subcommand("massive", "a massive activation: step-up at layer S, step-down at layer D, "
+                                                               "and its twin");
+    planted->require_subcommand(1);
+    train::PlantedOptions planted_options;
+    std::string like;
+    bool twin = false;
+    planted_massive->add_option("--out", out, "output file (.safetensors)")->required();
+    planted_massive->add_flag("--twin", twin, "the twin: the step-up unit's W_down column zeroed, every other weight identical");
+    planted_massive->add_option("--dose", planted_options.dose, "magnitude in units of the smallest that meets Sun's criterion "
+                                "with margin 2 (0, 0.25, 0.5, 1)")->check(CLI::Range(0.0, 1e6))->capture_default_str();
+    planted_massive->add_option("--seed", planted_options.seed, "seed of the random background")->capture_default_str();
+    planted_massive->add_option("--like", like, "take the layout (Config) of this model instead of the small default Llama");
+    planted_massive->add_option("--step-up-layer", planted_options.step_up_layer, "S")->capture_default_str();
+    planted_massive->add_option("--step-down-layer", planted_options.step_down_layer, "D (-1: the last layer)")->capture_default_str();
+    planted_massive->add_option("--channel", planted_options.channel, "c* (-1: d_model / 3)")->capture_default_str();
+
     bool rules_json = false;
     auto* rules = app.add_subcommand("rules", "the pre-registered verdict rules: each rule's hash and the set's hash");
     rules->add_flag("--json", rules_json, "every rule's canonical JSON and hash, and the set hash");
@@ -453,6 +493,11 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
     try {
         if (*rules) return cmd_rules(rules_json);
+        if (*planted_massive) {
+            if (fs::path(out).extension() != ".safetensors") throw Error("planted massive: --out must end in .safetensors", {out, "", {}});
+            planted_options.mechanism_on = !twin;
+            return cmd_planted_massive(out, like, planted_options);
+        }
         if (*info) return cmd_info(model_path, load_options(weights, compute));
         if (*capture) {
             if (list_hooks) {

@@ -9,6 +9,7 @@
 #include "sinkscope/train/loss.hpp"
 #include "sinkscope/train/model_backward.hpp"
 #include "sinkscope/train/optimizer.hpp"
+#include "sinkscope/train/planted.hpp"
 #include "sinkscope/train/random.hpp"
 #include "sinkscope/train/run_trainer.hpp"
 #include "sinkscope/train/tape.hpp"
