@@ -564,6 +564,33 @@ def null_html(null_rows):
     return "".join(out)
 
 
+def calibration_html(out):
+    """The calibration table (scripts/calibrate_planted.py): each rule on a model where its claim holds by
+    construction, on the twin with the mechanism switched off, on random weights, and over a dose sweep."""
+    path = os.path.join(out, "calibration", "calibration.json")
+    if not os.path.exists(path):
+        return "<h2>Calibration</h2><p>Not run (scripts/calibrate_planted.py).</p>"
+    cal = json.load(open(path))
+    cols = ["planted", "twin", "random"] + [c for c in next(iter(cal["rules"].values()), {}).get("columns", {}) if c.startswith("dose")]
+    out_html = ["<h2>Calibration on planted models</h2><p>Each rule run, unchanged, through the same executables on a "
+                "model whose claim holds by construction (a planted massive activation: theory/planted_massive.md), on "
+                "its twin with the mechanism switched off, on random weights, and on the planted model at a sweep of "
+                f"doses (size {html.escape(str(cal.get('size')))}). A rule that cannot say \"reproduced\" on its planted model "
+                "measures something else; one that says it on the twin or random weights cannot fail. Rules designed to "
+                f"pass here: {', '.join(cal.get('designed', []))}.</p>",
+                "<table class='inner'><tr><th>rule</th>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+                + "<th>dose threshold</th></tr>"]
+    for rule, r in cal["rules"].items():
+        cells = []
+        for c in cols:
+            o = r["columns"].get(c, {}).get("outcome", "-")
+            cells.append(f"<td class='v-{o.replace(' ', '-')}'>{html.escape(o)}</td>")
+        thr = "-" if r.get("dose_threshold") is None else f"{r['dose_threshold']:g}"
+        out_html.append(f"<tr><td>{html.escape(rule)}</td>{''.join(cells)}<td>{thr}</td></tr>")
+    out_html.append("</table>")
+    return "".join(out_html)
+
+
 def write_html(report, rows, metas, out, null_rows=()):
     counts, controls = {}, 0
     for row in rows:
@@ -615,6 +642,7 @@ def write_html(report, rows, metas, out, null_rows=()):
             html_out.append("<tr><td></td><td colspan='3'>" + "".join(f"<img src='{f}'>" for f in row["figures"]) + "</td></tr>")
     html_out.append("</table>")
     html_out.append(null_html(null_rows))
+    html_out.append(calibration_html(out))
     html_out.append("<h2>Runs</h2><table class='inner'><tr><th>experiment</th><th>command</th><th>seconds</th><th>configuration</th></tr>")
     for m in metas:
         html_out.append(f"<tr><td>{m['experiment']}</td><td><code>{html.escape(m['command'])}</code></td>"

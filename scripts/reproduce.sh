@@ -6,7 +6,9 @@
 #      (outputs in out/<experiment>/: .npy/.csv data and meta.json with config, seed, git revision, timings)
 #   4. run the null controls: every experiment at its test size on random weights in the same layout
 #      (--random-init 1, outputs in out/null/); each rule must say "not reproduced" or "not applicable" there
-#   5. make the figures and the report (scripts/make_report.py, matplotlib in .venv): the verdicts are
+#   5. calibrate the rules on planted models (scripts/calibrate_planted.py: a planted mechanism, its twin
+#      with the mechanism off, random weights; out/calibration/)
+#   6. make the figures and the report (scripts/make_report.py, matplotlib in .venv): the verdicts are
 #      the experiments' own (meta.json), with their intervals, thresholds and null controls
 # Default sizes fit in about 30 minutes on a 2-core CPU; --full runs larger sizes (much longer),
 # --smoke the test sizes (a minute). --only a1,b3 runs a subset; --no-build reuses the build directory;
@@ -48,7 +50,7 @@ py=$(scripts/pyenv.sh --plots-only)
 if ((build)); then
   echo "== [build] the experiment executables (-j$jobs)"
   cmake -S . -B "$bdir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$bdir" -j"$jobs" --target sinkscope_experiments
+  cmake --build "$bdir" -j"$jobs" --target sinkscope_experiments sinkscope_cli
 fi
 t_build=$(date +%s)
 
@@ -125,6 +127,13 @@ if ((null)); then
       failed+=("null:$e")
     fi
   done
+fi
+
+echo "== [calibration] the rules on a planted massive activation, its twin and random weights: out/calibration/"
+if ! python3 scripts/calibrate_planted.py --build "$bdir" --out out/calibration \
+     --size "$([[ $size == smoke ]] && echo smoke || echo default)" > out/calibration.log 2>&1; then
+  echo "reproduce: the calibration failed (see out/calibration.log)" >&2
+  failed+=("calibration")
 fi
 
 echo "== [report] figures and report/index.html"
