@@ -9,7 +9,7 @@ TransformerLens's hook_resid_post caches). Same ids, same threads, the two timed
 over the repeats after one warm-up each. Prints both medians, the ratio and how far the captured
 residual streams of the two agree; a third line times sinkscope with weights="file", compute="int8".
 Needs a Python with the sinkscope module, torch and transformers, e.g. after
-`/work/fixenv/bin/pip install --no-deps <the wheel>` (see README, "Python").
+`/work/fixenv/bin/pip install --no-deps <the wheel>` (see docs/python.md).
 usage: bench_python_cache.py [MODEL.gguf] [tokens=512] [repeats=7] [threads=2]"""
 import os
 import pathlib
@@ -60,7 +60,7 @@ x = torch.tensor(ids[None, :].astype(np.int64))
 
 
 # The same model with its linear maps kept in their GGUF types and 8-bit activations (the CLI's
-# --weights file --compute int8), a third line: faster, ~1e-2 relative on logits (README, "Speed").
+# --weights file --compute int8), a third line: faster, ~1e-2 relative on logits (docs/large-models-and-precision.md).
 m8 = sinkscope.load(str(model_path), weights="file", compute="int8")
 
 

@@ -6,7 +6,7 @@
 //
 // Models (three verdicts):
 //   A1          a 4-layer transformer (d 64, 2 heads, Guo et al.'s recipe) trained here on Bigram-Backcopy
-//               with [BOS] at every sequence start (README: a layer-0 first-token sink after 500–750 steps
+//               with [BOS] at every sequence start (docs/training-from-scratch.md: a layer-0 first-token sink after 500–750 steps
 //               of batch 32 × T 128; far slower at this budget's batch 8 × T 64), measured
 //               on validation sequences s = [BOS] x₁ … x_T: "with BOS" = s[0, T), "without BOS" = s[1, T].
 //   A1-window   the same recipe with a sliding window w < T; measured at T = w, where the window does not

@@ -23,7 +23,7 @@ struct TrainSize {
     std::string recipe = "sinkscope";      // or "guo": guo_recipe below
 };
 
-// Guo et al.'s Bigram-Backcopy setting as in tools/train.cpp's sink demonstration (README: a first-token
+// Guo et al.'s Bigram-Backcopy setting as in tools/train.cpp's sink demonstration (docs/training-from-scratch.md: a first-token
 // sink within 500–750 steps): LayerNorm with bias, learned positions, GELU (erf) FFN of width 4d, untied
 // output head, AdamW β₂ 0.99, weight decay 1e-4. The "sinkscope" recipe (RMSNorm, RoPE, SwiGLU, tied,
 // β₂ 0.95, weight decay 0.1) formed no sink in 1600 steps at 4 layers, d 64 (measured for A1/A4).
@@ -72,7 +72,7 @@ inline json train_config_json(const train::TrainConfig& t) { return t.to_json();
 
 // --precision, for the experiments that train many models (the sweep, the ablation table): float32, the
 // default and the main job's arithmetic, or bf16 products with float32 accumulation and master weights
-// (TrainConfig::precision; oneDNN; README "Mixed precision": about 2.5x float32 here, 2x PyTorch autocast).
+// (TrainConfig::precision; oneDNN; docs/training-from-scratch.md, "Mixed precision": about 2.5x float32 here, 2x PyTorch autocast).
 inline void add_precision_option(CLI::App& app, std::string& precision) {
     app.add_option("--precision", precision,
                    "float32 | bf16: the training products (bf16: oneDNN, float32 accumulation and master weights)")

@@ -239,7 +239,7 @@ def fig_a4(r, m):
 
 def fig_a4_scale(r, m):
     """The scale sweep (the main job's preset), and beside it the English-text sweep when one was run into
-    <out>/a4_scale_sweep_text (a4_scale_sweep --preset text --out …; README: not part of the main job)."""
+    <out>/a4_scale_sweep_text (a4_scale_sweep --preset text --out …; docs/training-from-scratch.md: not part of the main job)."""
     figs = draw_scale_sweep(r, m, "a4_scale_sweep")
     text_dir = m["_dir"] + "_text"
     if os.path.exists(os.path.join(text_dir, "meta.json")):

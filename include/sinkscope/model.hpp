@@ -1,4 +1,5 @@
-// The sinkscope transformer: config, weights, forward pass with hooks, interventions, reducers, loaders.
+// The sinkscope transformer: config, weights, forward pass with hooks, interventions, reducers, loaders,
+// and xtensor views of captured activations (model::view).
 #pragma once
 #include "sinkscope/model/batch.hpp"
 #include "sinkscope/model/config.hpp"
@@ -8,4 +9,5 @@
 #include "sinkscope/model/layers.hpp"
 #include "sinkscope/model/load.hpp"
 #include "sinkscope/model/reducers.hpp"
+#include "sinkscope/model/views.hpp"
 #include "sinkscope/model/weights.hpp"

@@ -8,7 +8,7 @@
     def clamp(x, name): x[:, 507] = 0.0                               # in place, or return a new array
     logits = m.run_with_hooks(ids, fwd_hooks=[("blocks.10.hook_resid_post", clamp)])
 
-Shapes are the C++ hook table's (`m.hook_names()`; README "Hook points"): 1-D ids run one sequence
+Shapes are the C++ hook table's (`m.hook_names()`; docs/hooks-and-interventions.md, "Hook points"): 1-D ids run one sequence
 (model::forward) and give [pos, ...]; 2-D ids (batch, pos) run model::forward_batch and give [batch, pos, ...]
 (patterns [batch, head, query_pos, key_pos]), rows padded on the right to the longest of `lengths`.
 
