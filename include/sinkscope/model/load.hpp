@@ -44,14 +44,15 @@ namespace sinkscope::model {
 
 struct LoadOptions {
     WeightStorage storage = WeightStorage::float32;
-    // With float32 storage: when the float32 weights of a GGUF or Hugging Face checkpoint do not fit in
-    // the memory available, keep the linear maps in their file types instead (train::load_within_memory
-    // decides and says so). The word "auto" of the CLI and the Python module sets it.
-    bool file_type_when_short = false;
     QuantCompute compute = QuantCompute::exact;  // products with file-type maps (Weights::set_compute changes it)
     // Products with dense float maps: float32, or bf16 inputs with float32 accumulation (Weights::set_precision;
     // bf16 needs T = float and oneDNN).
     MatmulPrecision precision = MatmulPrecision::float32;
+    // With float32 storage: when the float32 weights of a GGUF or Hugging Face checkpoint do not fit in
+    // the memory available, keep the linear maps in their file types instead (train::load_within_memory
+    // decides and says so). The word "auto" of the CLI and the Python module sets it. Last, so that
+    // LoadOptions{storage, compute, precision} keeps its meaning.
+    bool file_type_when_short = false;
 };
 
 /// Why `o` cannot load a model whose scalar is float (`float_model`) or double, or "" when it can. The one
