@@ -38,6 +38,7 @@
 #include "a1_bos_ablation_measure.hpp"
 
 #include <sinkscope/analysis/intervals.hpp>
+#include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/analysis/sink_change.hpp>
 #include <sinkscope/model/reducers.hpp>
 
@@ -53,35 +54,36 @@ struct Config {
     // 2000-step run (a4_training_trace --bos 1, the same model) has sink heads in layer 3 from step 500 on
     // and half of its sink heads in layers 2-3 at step 2000, so A1 trains 2000 steps.
     TrainSize size{4, 64, 2, 64, 64, 3, 2000, 8, 8, 1e-2, 0.1, "bigram-backcopy", true, 0, "guo"};
-    std::int64_t window = 32;          // sliding window of the counter-example (0: skip it)
+    // sliding window of the counter-example (0: skip it); registered as A1-window's "window"
+    std::int64_t window = std::int64_t(analysis::rule("A1-window").value("window"));
     std::int64_t eval = 64;            // validation sequences per trained model
     std::int64_t samples = 100;        // control: natural-text samples (Paper A / Gu et al.: ≥ 100)
     std::int64_t seq_len = 64;         // control: T (Gu et al.: 64)
     bool control = true;               // measure the no-BOS-training control (--model)
     std::vector<double> eps{measures::kSinkEps, 0.8};  // sink thresholds (Gu et al.'s 0.3, and 0.8)
-    std::int64_t from_layer = 2;       // Paper A's Sink[2:]
+    std::int64_t from_layer = std::int64_t(analysis::rule("A1").value("from_layer"));  // Paper A's Sink[2:]
 };
 
 namespace {
 
-constexpr double kSinkPresent = 0.3;   // precondition: with-BOS Sink^0.3_0[2:] lower bound
-constexpr double kRecovery = 0.8;      // "near its with-BOS level"
-constexpr double kFirstLayers = 2.0;   // "changes only the first two layers"
-constexpr double kCollapse = 0.5;      // window model: "collapses"
+// Every threshold and locator of the three rules is read from the registered rule (analysis/rule_table.hpp):
+// the sink's eps ("sink_eps"), the precondition ("with_bos_sink_rate_min"), recovery ("recovery_ratio_min"),
+// the first layers' change ("first_layers_change_ratio_min") and the window model's collapse ("collapse_ratio_max").
 
-std::vector<double> sink_from(const model::AttentionStats<float>& s, std::int64_t from) {
-    return s.sink_rate_per_sample(kSinkPresent, from);
+std::vector<double> sink_from(const analysis::Rule& R, const model::AttentionStats<float>& s, std::int64_t from) {
+    return s.sink_rate_per_sample(R.value("sink_eps"), from);
 }
 
-analysis::Condition sink_present(const BosMeasurement& m, std::int64_t from) {
-    const auto w = sink_from(m.with, from);
+analysis::Condition sink_present(const analysis::Rule& R, const BosMeasurement& m, std::int64_t from) {
+    const auto w = sink_from(R, m.with, from);
     return analysis::bootstrap_condition("with-BOS Sink^0.3_0[" + std::to_string(from) + ":] (mean over samples)",
                                          analysis::mean_of(w), analysis::bootstrap_mean(w), std::int64_t(w.size()),
-                                         kSinkPresent);
+                                         R.value("with_bos_sink_rate_min"));
 }
 
-analysis::Condition without_over_with(const BosMeasurement& m, std::int64_t from, double threshold, analysis::Side side) {
-    const auto w = sink_from(m.with, from), wo = sink_from(m.without, from);
+analysis::Condition without_over_with(const analysis::Rule& R, const BosMeasurement& m, std::int64_t from, double threshold,
+                                      analysis::Side side) {
+    const auto w = sink_from(R, m.with, from), wo = sink_from(R, m.without, from);
     const double mw = analysis::mean_of(w);
     return analysis::bootstrap_condition("Sink^0.3_0[" + std::to_string(from) + ":] without BOS / with BOS (paired ratio of means)",
                                          mw > 0 ? analysis::mean_of(wo) / mw : std::nan(""), analysis::bootstrap_ratio(wo, w),
@@ -89,7 +91,8 @@ analysis::Condition without_over_with(const BosMeasurement& m, std::int64_t from
 }
 
 // The A1 rule on one model: a sink to remove, recovery from layer `from` on, change concentrated before it.
-analysis::Verdict recovery_verdict(const std::string& claim, const BosMeasurement& m, std::int64_t from,
+// R: the registered rule it applies (A1 on the BOS-trained model, A1-control on --model).
+analysis::Verdict recovery_verdict(const analysis::Rule& R, const std::string& claim, const BosMeasurement& m, std::int64_t from,
                                    analysis::Outcome if_absent, const std::string& null) {
     const std::string f = std::to_string(from), f1 = std::to_string(from - 1);
     analysis::Verdict v(claim,
@@ -101,18 +104,19 @@ analysis::Verdict recovery_verdict(const std::string& claim, const BosMeasuremen
                             " (paired bootstrap ratio, lower bound >= 2; Paper A: 'changes only the first two layers'; "
                             "convention: a factor 2); otherwise not reproduced",
                         null);
-    v.precondition(sink_present(m, from), if_absent);
-    v.condition(without_over_with(m, from, kRecovery, analysis::Side::at_least));
+    v.registered(R);
+    v.precondition(sink_present(R, m, from), if_absent);
+    v.condition(without_over_with(R, m, from, R.value("recovery_ratio_min"), analysis::Side::at_least));
     const auto d_first = analysis::alpha0_change_per_sample(m.with, m.without, m.H, 0, from - 1);
     const auto d_rest = analysis::alpha0_change_per_sample(m.with, m.without, m.H, from, m.L - 1);
     const double mr = analysis::mean_of(d_rest);
     v.condition(analysis::bootstrap_condition(
         "mean |alpha0 change| per head, layers 0-" + f1 + " / layers >= " + f + " (paired ratio of means)",
         mr > 0 ? analysis::mean_of(d_first) / mr : std::nan(""), analysis::bootstrap_ratio(d_first, d_rest),
-        std::int64_t(d_first.size()), kFirstLayers));
+        std::int64_t(d_first.size()), R.value("first_layers_change_ratio_min")));
     v.details() = {{"alpha0_change_first_layers", analysis::mean_of(d_first)}, {"alpha0_change_later_layers", mr},
-                   {"sink_0.3_first_layers_with_bos", m.with.sink_rate(kSinkPresent, 0, from - 1)},
-                   {"sink_0.3_first_layers_without_bos", m.without.sink_rate(kSinkPresent, 0, from - 1)}};
+                   {"sink_0.3_first_layers_with_bos", m.with.sink_rate(R.value("sink_eps"), 0, from - 1)},
+                   {"sink_0.3_first_layers_without_bos", m.without.sink_rate(R.value("sink_eps"), 0, from - 1)}};
     return v;
 }
 
@@ -183,7 +187,7 @@ int main(int argc, char** argv) {
         BosMeasurement bm(tc.model.n_layers, tc.model.n_heads);
         measure_bos_pair(bm, tc.model, w, with_bos, without_bos, run, opt, "BOS model");
         summarise(bm, cfg.eps, from, "bos_trained", run, csv, "sink_rates.npy");
-        auto v = recovery_verdict("A1: removing BOS from a model trained with BOS changes only layers 0-1; Sink^0.3_0[2:] recovers",
+        auto v = recovery_verdict(analysis::rule("A1"), "A1: removing BOS from a model trained with BOS changes only layers 0-1; Sink^0.3_0[2:] recovers",
                                   bm, from, trained_absent, trained_null);
         v.details()["model"] = "sinkscope " + std::to_string(cfg.size.layers) + " layers, d " + std::to_string(cfg.size.d_model) +
                                ", trained on " + data->describe() + (null_run ? " (null: random weights)" : "");
@@ -192,6 +196,8 @@ int main(int argc, char** argv) {
 
         // A1-window: the same recipe with a sliding window, measured at T = window.
         if (cfg.window > 0) {
+            const analysis::Rule& Rw = analysis::rule("A1-window");
+            const std::int64_t wfrom = std::int64_t(Rw.value("from_layer"));  // all layers
             run.phase("train window model");
             json wlog;
             const auto ww = trained_weights(tcw, opt, run, "window model", wlog);
@@ -207,8 +213,8 @@ int main(int argc, char** argv) {
             measure_bos_pair(wt, tcw.model, ww, with_bos, without_bos, run, opt, "window model at T");
             run.results()["window"]["at_training_length"] = {
                 {"seq_len", cfg.size.seq_len},
-                {"with_bos_sink_0.3_all_layers", wt.with.sink_rate(kSinkPresent)},
-                {"without_bos_sink_0.3_all_layers", wt.without.sink_rate(kSinkPresent)}};
+                {"with_bos_sink_0.3_all_layers", wt.with.sink_rate(Rw.value("sink_eps"))},
+                {"without_bos_sink_0.3_all_layers", wt.without.sink_rate(Rw.value("sink_eps"))}};
             analysis::Verdict vw("A1-window: a sliding-window model trained with BOS loses its P0 sink without BOS "
                                  "(Paper A's explanation of Mistral's collapse)",
                                  "precondition: with-BOS Sink^0.3_0 over all layers at T = window (bootstrap over "
@@ -216,17 +222,20 @@ int main(int argc, char** argv) {
                                  "'); reproduced when the paired ratio Sink^0.3_0 (all layers) without / with BOS has upper bound <= 0.5 (convention: loses at least half; Mistral: "
                                  "87% -> 2%, ratio ~0.02); otherwise not reproduced",
                                  trained_null);
+            vw.registered(Rw);
             // All layers (Gu's Sink^ε_0, as in Paper A's Mistral figures 87% -> 2%): the window question is
             // whether the P0 sink survives at all, wherever it sits.
-            vw.precondition(sink_present(wm, 0), trained_absent);
-            vw.condition(without_over_with(wm, 0, kCollapse, analysis::Side::at_most));
+            vw.precondition(sink_present(Rw, wm, wfrom), trained_absent);
+            vw.condition(without_over_with(Rw, wm, wfrom, Rw.value("collapse_ratio_max"), analysis::Side::at_most));
             vw.details() = {{"window", cfg.window}, {"measured_at_seq_len", cfg.window}, {"training", wlog},
-                            {"full_attention_model_ratio_all_layers", without_over_with(bm, 0, kCollapse, analysis::Side::at_most).value},
+                            {"full_attention_model_ratio_all_layers",
+                             without_over_with(Rw, bm, wfrom, Rw.value("collapse_ratio_max"), analysis::Side::at_most).value},
                             // The contrast Paper A draws (window -> collapse, full attention -> recovery) needs the
                             // full-attention model NOT to collapse; reported, not part of the rule (true only when
                             // that model has an all-layer sink, lower bound >= 0.3, and loses it by the same test).
                             {"full_attention_model_also_collapses",
-                             sink_present(bm, 0).holds() && without_over_with(bm, 0, kCollapse, analysis::Side::at_most).holds()},
+                             sink_present(Rw, bm, wfrom).holds() &&
+                                 without_over_with(Rw, bm, wfrom, Rw.value("collapse_ratio_max"), analysis::Side::at_most).holds()},
                             {"at_training_length", run.results()["window"]["at_training_length"]}};
             run.verdict(vw);
         }
@@ -246,7 +255,7 @@ int main(int argc, char** argv) {
             measure_bos_pair(cm, c, in.m.weights, cw, cwo, run, opt, "control");
             summarise(cm, cfg.eps, cfrom, "no_bos_control", run, csv, "control_sink_rates.npy");
             if (cfrom >= 1) {
-                auto vc = recovery_verdict("A1-control: the same rule on --model (SmolLM2-135M by default), a model trained "
+                auto vc = recovery_verdict(analysis::rule("A1-control"), "A1-control: the same rule on --model (SmolLM2-135M by default), a model trained "
                                            "WITHOUT a BOS token: recovery is expected there and tests nothing",
                                            cm, cfrom, analysis::Outcome::not_applicable, kRandomInitNull);
                 vc.details()["model"] = opt.model;

@@ -29,6 +29,7 @@
 #include <sinkscope/analysis/geometry.hpp>
 #include <sinkscope/analysis/intervals.hpp>
 #include <sinkscope/analysis/perplexity.hpp>
+#include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/model/interventions.hpp>
 #include <sinkscope/model/reducers.hpp>
 #include <sinkscope/theory/p0_circuit.hpp>
@@ -39,7 +40,8 @@ using namespace sinkscope::experiments::p0_circuit;
 
 struct Config {
     std::int64_t samples = 16;          // samples for norms, cosines and PCA
-    std::int64_t ablation_samples = 16; // samples per knockout condition (issue 10: >= 16)
+    // samples per knockout condition (issue 10: >= 16), registered as A2's "knockout_samples_min"
+    std::int64_t ablation_samples = std::int64_t(analysis::rule("A2").value("knockout_samples_min"));
     std::int64_t seq_len = 64;
     std::int64_t pca_samples = 8;       // samples pooled in the PCA
     double eps = measures::kSinkEps;
@@ -67,9 +69,11 @@ int main(int argc, char** argv) {
         const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
         const std::int64_t N = std::int64_t(smp.size()), T = std::int64_t(smp[0].size());
 
+        const analysis::Rule& R = analysis::rule("A2");
         run.phase("locate step-up");
-        const SpikeTrace tr = trace_spike(in, opt, smp);  // every sample
-        const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : std::min<std::int64_t>(1, L - 1);
+        const SpikeTrace tr = trace_spike(in, opt, smp, R.value("step_tau"));  // every sample
+        const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer
+                                                     : std::min<std::int64_t>(std::int64_t(R.value("step_up_layer_fallback")), L - 1);
         const std::int64_t M = std::min(S + 1, L - 1);  // the layer after the step-up block
         run.results()["trace"] = trace_json(tr);
         run.results()["step_up_layer"] = S;
@@ -257,12 +261,17 @@ int main(int argc, char** argv) {
             "bound >= 0.5). Thresholds: 10, 0.95, 0.2, 0.1 and 0.5 are the project's earlier A2 rule (conventions; Paper A says "
             "'very large norm', 'cosine ~ 1', heads cooperate); the block and head minima are selected from many knockouts",
             kRandomInitNull);
-        v.precondition(analysis::rate_condition("samples with a massive activation at position 0 after block M", massive_p0, N, 0.5));
+        v.registered(R);
+        v.precondition(analysis::rate_condition("samples with a massive activation at position 0 after block M", massive_p0, N,
+                                                R.value("massive_p0_share_min")));
         v.condition(analysis::bootstrap_condition("position-0 norm / mean norm of positions >= 1 after block M",
                                                   analysis::mean_of(norm0_clean) / analysis::mean_of(norm_rest_clean),
-                                                  analysis::bootstrap_ratio(norm0_clean, norm_rest_clean), N, 10.0));
-        v.condition(analysis::bootstrap_condition("cross-input cosine of position-0 states after block M", cos0_M.value, cos0_M.ci, N, 0.95));
-        v.condition(analysis::bootstrap_condition("cosine of position 0 minus that of positions >= 1", cos_gap_M.value, cos_gap_M.ci, N, 0.2));
+                                                  analysis::bootstrap_ratio(norm0_clean, norm_rest_clean), N,
+                                                  R.value("p0_norm_ratio_min")));
+        v.condition(analysis::bootstrap_condition("cross-input cosine of position-0 states after block M", cos0_M.value, cos0_M.ci, N,
+                                                  R.value("p0_cross_input_cosine_min")));
+        v.condition(analysis::bootstrap_condition("cosine of position 0 minus that of positions >= 1", cos_gap_M.value, cos_gap_M.ci, N,
+                                                  R.value("p0_cosine_gap_min")));
         auto knock = [&](const std::string& name, std::size_t k, double t, analysis::Side side) {
             if (!k) return analysis::exact_condition(name + " (none run)", nan, 0, t, side);
             const std::string who = conds[k].kind + (conds[k].layer >= 0 ? " " + std::to_string(conds[k].layer) : "") +
@@ -270,9 +279,12 @@ int main(int argc, char** argv) {
             return analysis::bootstrap_condition(name + " (" + who + ")", analysis::mean_of(eff[k].norm0) / analysis::mean_of(clean.norm0),
                                                  ratio_ci[k], NA, t, side);
         };
-        v.condition(knock("position-0 norm kept by the most effective block knockout", best_block, 0.1, analysis::Side::at_most));
-        v.condition(knock("position-0 norm kept by a random knockout of the same size", control, 0.5, analysis::Side::at_least));
-        v.condition(knock("position-0 norm kept by the most effective single-head knockout", worst_head, 0.5, analysis::Side::at_least));
+        v.condition(knock("position-0 norm kept by the most effective block knockout", best_block, R.value("best_block_knockout_kept_max"),
+                          analysis::Side::at_most));
+        v.condition(knock("position-0 norm kept by a random knockout of the same size", control, R.value("random_knockout_kept_min"),
+                          analysis::Side::at_least));
+        v.condition(knock("position-0 norm kept by the most effective single-head knockout", worst_head, R.value("single_head_knockout_kept_min"),
+                          analysis::Side::at_least));
         v.details() = {{"step_up_layer", S}, {"measure_layer", M}, {"ablation_samples", NA}};
         if (best_block) {
             const auto& e = eff[best_block];

@@ -17,6 +17,7 @@
 #include "common.hpp"
 
 #include <sinkscope/analysis/geometry.hpp>
+#include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/model/reducers.hpp>
 #include <sinkscope/theory/cone_model.hpp>
 
@@ -28,11 +29,12 @@ struct Config {
     std::int64_t seq_len = 64;
 };
 
-// Thresholds, fixed before looking (sources in the rule texts and theory/cone_model.md, "A3's verdicts").
-constexpr double kConeAlphaSq = 0.1;      // a cone: the common axis carries ≥ 10% of a value's squared norm
-constexpr double kSizeError = 0.25;       // a prediction of E‖o_t‖² is "right in size" within ±25%
-constexpr double kLayerShare = 0.75;      // "in every layer", allowing a quarter of exceptions (first-version rule)
-constexpr double kSinkRate = 0.3;         // a sink layer: Sink^0.3_0 ≥ 0.3 (Gu et al.'s ε and share)
+// Thresholds, fixed before looking (sources in the rule texts and theory/cone_model.md, "A3's verdicts"): read
+// from the registered rules A3 and A3-drain (analysis/rule_table.hpp), the only place they are written. A cone:
+// the common axis carries >= 10% of a value's squared norm ("cone_alpha_sq_min"); a prediction of E||o_t||^2 is
+// "right in size" within +-25% ("size_error_max"); "in every layer", allowing a quarter of exceptions
+// ("pos0_above_layer_share_min", "side_agree_layer_share_min"); a sink layer: Sink^0.3_0 >= 0.3 ("sink_eps",
+// "sink_layer_rate_min", "model_sink_rate_min").
 
 // Per-layer statistics of head- and sample-averaged curves over positions t (length T).
 // Relative size error: mean over t of |pred_t − meas_t| / meas_t (every position weighs the same).
@@ -138,19 +140,22 @@ int main(int argc, char** argv) {
         for (std::int64_t s = 0; s < N; ++s) all[s] = double(s);
         const auto PDm = curves(all, pd), PUm = curves(all, pu), MSm = curves(all, ms);
 
-        // Sink layers (fixed on all samples): Sink^0.3_0 ≥ 0.3.
+        const analysis::Rule& Ra = analysis::rule("A3");
+        const analysis::Rule& Rd = analysis::rule("A3-drain");
+        // Sink layers (fixed on all samples): Sink^0.3_0 ≥ 0.3 (A3-drain's locator).
+        const double sink_layer_min = Rd.value("sink_layer_rate_min");
         std::vector<std::int64_t> sink_layers;
         std::vector<double> sink_rate(L);
         for (std::int64_t l = 0; l < L; ++l) {
-            sink_rate[l] = sinks.sink_rate(kSinkRate, l, l);
-            if (sink_rate[l] >= kSinkRate) sink_layers.push_back(l);
+            sink_rate[l] = sinks.sink_rate(Rd.value("sink_eps"), l, l);
+            if (sink_rate[l] >= sink_layer_min) sink_layers.push_back(l);
         }
         // Median over a set of layers of the relative size error of prediction `x`, on samples `idx`.
         auto median_error = [&](const std::vector<double>& idx, const std::vector<double>& x, bool sink_only) {
             const auto P = curves(idx, x), M = curves(idx, ms);
             std::vector<double> e;
             for (std::int64_t l = 0; l < L; ++l)
-                if (!sink_only || sink_rate[l] >= kSinkRate) e.push_back(size_error(&P[l * T], &M[l * T], T));
+                if (!sink_only || sink_rate[l] >= sink_layer_min) e.push_back(size_error(&P[l * T], &M[l * T], T));
             return e.empty() ? std::numeric_limits<double>::quiet_NaN() : analysis::median_of(e);
         };
 
@@ -174,7 +179,7 @@ int main(int argc, char** argv) {
             unit_side_agree += (ru > 1) == (rm > 1);
             lay.row(l, alpha[l], alpha_deb[l], sink_rate[l], rm, rp, ru, err, err_u, corr, corr_u, argmax0[l]);
             lj.push_back({{"layer", l}, {"alpha", alpha[l]}, {"alpha_debiased", alpha_deb[l]}, {"sink_rate", sink_rate[l]},
-                          {"is_sink_layer", sink_rate[l] >= kSinkRate}, {"meas_ratio0", rm}, {"pred_ratio0", rp},
+                          {"is_sink_layer", sink_rate[l] >= sink_layer_min}, {"meas_ratio0", rm}, {"pred_ratio0", rp},
                           {"pred_ratio0_unit_norm", ru}, {"size_error", err}, {"size_error_unit_norm", err_u},
                           {"log_corr", corr}, {"log_corr_unit_norm", corr_u}, {"pos0_is_max_share", argmax0[l]}});
         }
@@ -184,18 +189,23 @@ int main(int argc, char** argv) {
         // (layer, kv head) of alpha_debiased² (unbiased for α² under the model, C4).
         const double cone = analysis::mean_of(alpha_sq_sample);
         const auto cone_ci = analysis::bootstrap_mean(alpha_sq_sample);
-        const auto cone_pre = analysis::bootstrap_condition(
-            "mean over layers and kv heads of the debiased cone alpha^2 (value energy along the common axis)", cone, cone_ci, N,
-            kConeAlphaSq);
+        // Each verdict's preconditions read its own rule's thresholds (the same numbers in A3 and A3-drain).
+        auto cone_pre = [&](const analysis::Rule& R) {
+            return analysis::bootstrap_condition(
+                "mean over layers and kv heads of the debiased cone alpha^2 (value energy along the common axis)", cone, cone_ci, N,
+                R.value("cone_alpha_sq_min"));
+        };
         // Precondition (both verdicts): the position-0 sink that A3 is meant to explain exists. A random-
         // initialised model has a cone too (rank collapse: near-uniform attention averages the tokens
         // together, so their values share a direction) and then C2 holds with position 0 largest — true
         // of its trivial geometry, not evidence for Paper A's account of the sink. Sink^0.3_0 over all
         // layers, per sample (the units of the interval).
-        const auto model_sink = sinks.sink_rate_per_sample(kSinkRate);
-        const auto sink_pre = analysis::bootstrap_condition("Sink^0.3_0 over all layers and heads (the position-0 sink exists)",
-                                                            analysis::mean_of(model_sink), analysis::bootstrap_mean(model_sink),
-                                                            N, kSinkRate);
+        auto sink_pre = [&](const analysis::Rule& R) {
+            const auto model_sink = sinks.sink_rate_per_sample(R.value("sink_eps"));
+            return analysis::bootstrap_condition("Sink^0.3_0 over all layers and heads (the position-0 sink exists)",
+                                                 analysis::mean_of(model_sink), analysis::bootstrap_mean(model_sink), N,
+                                                 R.value("model_sink_rate_min"));
+        };
         auto stat = [&](const std::vector<double>& x, bool sink_only) {
             return [&, sink_only](const std::vector<double>& idx) { return median_error(idx, x, sink_only); };
         };
@@ -224,12 +234,13 @@ int main(int argc, char** argv) {
                                 "(Clopper-Pearson over layers; 0.75 the project's first-version rule, allowing a quarter of "
                                 "exceptions to the paper's 'any layer'). Not reproduced otherwise.",
                                 kRandomInitNull);
-        paper.precondition(cone_pre, analysis::Outcome::not_applicable);
-        paper.precondition(sink_pre, analysis::Outcome::not_applicable);
+        paper.registered(Ra);
+        paper.precondition(cone_pre(Ra), analysis::Outcome::not_applicable);
+        paper.precondition(sink_pre(Ra), analysis::Outcome::not_applicable);
         paper.condition(analysis::bootstrap_condition("median over layers of the unit-norm prediction's relative size error",
-                                                      e_unit, e_unit_ci, N, kSizeError, analysis::Side::at_most));
+                                                      e_unit, e_unit_ci, N, Ra.value("size_error_max"), analysis::Side::at_most));
         paper.condition(analysis::rate_condition("share of layers with measured E||o_0||^2 > mean_{t>=1} E||o_t||^2",
-                                                 pos0_above, L, kLayerShare));
+                                                 pos0_above, L, Ra.value("pos0_above_layer_share_min")));
         paper.details() = {{"layers_pos0_above_rest", pos0_above}, {"layers", L},
                            {"unit_norm_prediction_side_agrees_layers", unit_side_agree},
                            {"median_size_error_value_drain", e_drain}};
@@ -244,14 +255,16 @@ int main(int argc, char** argv) {
                                 "puts position 0 on the measured side of the rest (ratio > 1 or < 1) in >= 0.75 of the layers "
                                 "(Clopper-Pearson over layers). Not reproduced otherwise.",
                                 kRandomInitNull);
-        drain.precondition(cone_pre, analysis::Outcome::not_applicable);
-        drain.precondition(sink_pre, analysis::Outcome::not_applicable);
+        drain.registered(Rd);
+        drain.precondition(cone_pre(Rd), analysis::Outcome::not_applicable);
+        drain.precondition(sink_pre(Rd), analysis::Outcome::not_applicable);
         drain.condition(analysis::bootstrap_condition("median over layers of the value-drain prediction's relative size error",
-                                                      e_drain, e_drain_ci, N, kSizeError, analysis::Side::at_most));
+                                                      e_drain, e_drain_ci, N, Rd.value("size_error_max"), analysis::Side::at_most));
         drain.condition(analysis::bootstrap_condition("median over sink layers of the value-drain prediction's relative size error",
-                                                      e_sink, e_sink_ci, N, kSizeError, analysis::Side::at_most));
+                                                      e_sink, e_sink_ci, N, Rd.value("sink_layer_size_error_max"),
+                                                      analysis::Side::at_most));
         drain.condition(analysis::rate_condition("share of layers where the predicted position-0 ratio is on the measured side of 1",
-                                                 drain_side_agree, L, kLayerShare));
+                                                 drain_side_agree, L, Rd.value("side_agree_layer_share_min")));
         drain.check("position 0: max relative |predicted - measured| of ||o_0||^2 = ||v_0||^2 (exact, p_0 = e_0)", pos0_worst,
                     1e-3, pos0_worst <= 1e-3);
         drain.details() = {{"sink_layers", sink_layers}, {"median_size_error_unit_norm", e_unit},
@@ -260,7 +273,8 @@ int main(int argc, char** argv) {
         auto& R = run.results();
         R["layers"] = lj;
         R["sink_layers"] = sink_layers;
-        R["model_sink_rate"] = {{"value", sink_pre.value}, {"ci", {sink_pre.ci.lo, sink_pre.ci.hi}}};
+        const auto model_sink = sink_pre(Ra);
+        R["model_sink_rate"] = {{"value", model_sink.value}, {"ci", {model_sink.ci.lo, model_sink.ci.hi}}};
         R["cone_alpha_debiased_sq"] = {{"value", cone}, {"ci", {cone_ci.lo, cone_ci.hi}}};
         R["median_size_error"] = {{"value_drain", e_drain}, {"value_drain_ci", {e_drain_ci.lo, e_drain_ci.hi}},
                                   {"unit_norm", e_unit}, {"unit_norm_ci", {e_unit_ci.lo, e_unit_ci.hi}},

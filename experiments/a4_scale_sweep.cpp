@@ -55,14 +55,9 @@ struct Config {
     TextData text;                      // the text task's tokens
 };
 
-namespace {
-
-constexpr double kSinkForms = 0.1;            // a4_training_trace's threshold
-constexpr double kMigration = 0.1;
-constexpr std::int64_t kMinCheckpoints = 3;
-constexpr std::int64_t kMinSeeds = 3;
-
-}  // namespace
+// The rule's numbers (a4_training_trace's thresholds: a sink checkpoint, the migration, the checkpoints and seeds
+// a trend needs, the early layers and the concentration threshold) are read from the registered rule A4-scale
+// (analysis/rule_table.hpp), the only place they are written.
 
 // This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
 void add_flags(CLI::App& app, Config& cfg) {
@@ -201,6 +196,7 @@ int main(int argc, char** argv) {
 
         // ---- the verdict: A4 on the rule's model (rule_point), across seeds ----
         const Point a4 = rule_point(preset);
+        const analysis::Rule& R = analysis::rule("A4-scale");
         const std::string rule_model =
             "the preset's largest " + (a4.task == "bigram-backcopy" ? std::string("Bigram-Backcopy") : a4.task) + " model";
         std::vector<double> changes, last_shares;
@@ -216,19 +212,21 @@ int main(int argc, char** argv) {
             std::vector<double> xs, ss;
             json steps = json::array();
             for (std::size_t c = 0; c < r.size(); ++c)
-                if (r[c].sink_rate >= kSinkForms && std::isfinite(r[c].share01)) {
+                if (r[c].sink_rate >= R.value("sink_checkpoint_rate_min") && std::isfinite(r[c].share01)) {
                     xs.push_back(double(c));
                     ss.push_back(r[c].share01);
                     steps.push_back(r[c].step);
                 }
-            const bool enough = std::int64_t(xs.size()) >= kMinCheckpoints;
+            const bool enough = double(xs.size()) >= R.value("sink_checkpoints_min");
             const double change = enough ? analysis::fitted_change(xs, ss) : std::nan("");
             if (enough && std::isfinite(change)) { changes.push_back(change); last_shares.push_back(ss.back()); }
             per_seed.push_back({{"seed", r.front().seed}, {"sink_checkpoint_steps", steps}, {"shares", ss},
                                 {"change", finite_or_null(change)}, {"final_sink_rate", r.back().sink_rate},
                                 {"final_sink_layer", r.back().sink_layer}, {"final_sink_position", r.back().sink_position}});
         }
-        const double concentrated = (1.0 + 2.0 / double(std::max<std::int64_t>(1, a4.layers))) / 2.0;
+        // (1 + u) x 0.5, u = early_layers / max(1, L): the same double as the first version's (1.0 + 2.0 / L) / 2.0.
+        const double concentrated = (1.0 + R.value("early_layers") / double(std::max<std::int64_t>(1, a4.layers))) *
+                                    R.value("concentration_excess_over_uniform");
         analysis::Verdict v(
             std::string("A4-scale: trained ") + (bos ? "WITH BOS (--bos, a check of the rule, not Paper A's premise)" : "without BOS") +
                 ", the sink moves toward layers 0-1 over training and concentrates there, across seeds",
@@ -240,21 +238,24 @@ int main(int argc, char** argv) {
             "(2) the mean last-checkpoint share has lower bound >= (1 + 2/L)/2; otherwise not reproduced. Thresholds: "
             "a4_training_trace's, fixed before this sweep was run",
             "--random-init SEED: every job's only checkpoint is its untrained model, no trend: must give 'not applicable'");
+        v.registered(R);
         const auto absent = null_run ? analysis::Outcome::not_applicable : analysis::Outcome::not_shown;
         v.precondition(analysis::exact_condition("seeds of " + rule_model + " with >= 3 sink checkpoints",
-                                                 double(changes.size()), seeds_done, double(kMinSeeds)),
+                                                 double(changes.size()), seeds_done, R.value("seeds_min")),
                        absent);
         if (changes.size() >= 2) {
             const auto ci = analysis::t_interval_mean(changes), cs = analysis::t_interval_mean(last_shares);
             v.condition({"mean over seeds of the fitted change of the layers-0-1 share of the sink", analysis::mean_of(changes), ci,
-                         std::int64_t(changes.size()), kMigration, analysis::Side::at_least, "student-t"});
+                         std::int64_t(changes.size()), R.value("migration_change_min"), analysis::Side::at_least, "student-t"});
             v.condition({"mean over seeds of the layers-0-1 share at the last checkpoint", analysis::mean_of(last_shares), cs,
                          std::int64_t(last_shares.size()), concentrated, analysis::Side::at_least, "student-t"});
         } else {
             v.condition(analysis::exact_condition("mean over seeds of the fitted change of the layers-0-1 share of the sink",
-                                                  std::nan(""), std::int64_t(changes.size()), kMigration));
+                                                  std::nan(""), std::int64_t(changes.size()),
+                                                  R.value("migration_change_min")));
         }
-        v.check("untrained (step 0) sink rate, largest over seeds, null: below 0.1", first_max, kSinkForms, first_max < kSinkForms);
+        v.check("untrained (step 0) sink rate, largest over seeds, null: below 0.1", first_max, R.value("sink_checkpoint_rate_min"),
+                first_max < R.value("sink_checkpoint_rate_min"));
         v.details()["model"] = {{"task", a4.task}, {"layers", a4.layers}, {"d_model", a4.d_model}, {"seq_len", a4.seq_len}, {"steps", a4.steps}};
         v.details()["seeds"] = per_seed;
         v.details()["concentration_threshold"] = concentrated;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/analysis/scaling.hpp>
 #include <sinkscope/train/checkpoint.hpp>
 #include <sinkscope/train/run_trainer.hpp>
@@ -132,10 +133,12 @@ inline std::vector<Row> read_run(const std::string& dir, const json& done) {
         double first = 0, all = 0;
         w.sink_alpha = -1; w.p0_ratio = 0; w.top1 = 0; w.top_ratio = 0; w.sun = false;
         const auto& L = r.at("layers");
+        // share01: the sink rates of layers 0..early_layers-1 (A4-scale's locator) over all layers.
+        const double early = analysis::rule("A4-scale").value("early_layers");
         for (std::size_t l = 0; l < L.size(); ++l) {
             const double s = L[l].at("sink_rate");
             all += s;
-            if (l <= 1) first += s;
+            if (double(l) < early) first += s;
             if (L[l].contains("alpha_k"))
                 for (std::size_t k = 0; k < L[l]["alpha_k"].size(); ++k)
                     if (L[l]["alpha_k"][k].get<double>() > w.sink_alpha) {

@@ -28,6 +28,7 @@
 
 #include <sinkscope/analysis/checkpoint_trend.hpp>
 #include <sinkscope/analysis/intervals.hpp>
+#include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/model/reducers.hpp>
 
 using namespace sinkscope;
@@ -40,14 +41,12 @@ struct Config {
     std::int64_t every = 250;     // steps between checkpoints
     std::int64_t eval = 64;       // validation sequences per checkpoint
     std::int64_t positions = 4;   // K: key positions tracked
-    double eps = measures::kSinkEps;
+    double eps = analysis::rule("A4").value("sink_eps");  // Gu et al.'s 0.3
 };
 
-namespace {
-constexpr double kSinkForms = 0.1;     // a sink: Sink^0.3_0 lower bound
-constexpr double kMigration = 0.1;     // fitted change of the layers-0–1 share
-constexpr std::int64_t kMinCheckpoints = 3;
-}  // namespace
+// The rule's numbers (a sink: Sink^0.3_0 lower bound; the fitted change of the layers-0–1 share; the checkpoints a
+// trend needs; the early layers and the concentration threshold) are read from the registered rule A4
+// (analysis/rule_table.hpp), the only place they are written.
 
 // This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
 void add_flags(CLI::App& app, Config& cfg) {
@@ -85,6 +84,8 @@ int main(int argc, char** argv) {
         run.meta()["corpus"] = trainer.data().describe() + " (synthetic)";
         const auto& c = trainer.config().model;
         const std::int64_t L = c.n_layers, H = c.n_heads, T = cfg.size.seq_len, K = std::min(cfg.positions, T - 1);
+        const analysis::Rule& R = analysis::rule("A4");
+        const std::int64_t early = std::int64_t(R.value("early_layers"));  // layers 0-1
         std::vector<Tokens> eval;
         for (std::int64_t i = 0; i < cfg.eval; ++i) {
             auto s = trainer.data().sequence(std::uint64_t(i), true);
@@ -110,10 +111,10 @@ int main(int argc, char** argv) {
                 as.begin_sample();
             };
             model::forward_each<float>(c, trainer.weights(), eval, hooks, opt.forward_batch, each, no_logits());
-            std::vector<double> f = as.sink_rate_per_sample(cfg.eps, 0, std::min<std::int64_t>(1, L - 1));
+            std::vector<double> f = as.sink_rate_per_sample(cfg.eps, 0, std::min<std::int64_t>(early - 1, L - 1));
             std::vector<double> a = as.sink_rate_per_sample(cfg.eps);
             sink_rates.push_back(a);
-            for (auto& x : f) x *= double(std::min<std::int64_t>(2, L) * H);
+            for (auto& x : f) x *= double(std::min<std::int64_t>(early, L) * H);
             for (auto& x : a) x *= double(L * H);
             double fs = 0, as_ = 0;
             for (std::size_t i = 0; i < f.size(); ++i) { fs += f[i]; as_ += a[i]; }
@@ -169,12 +170,13 @@ int main(int argc, char** argv) {
         run.results()["checkpoints"] = cj;
 
         // The verdict: trend of the layers-0–1 share over the checkpoints that have a sink.
-        const double concentrated = (1.0 + 2.0 / double(L)) / 2.0;
+        // (1 + u) x 0.5, u = early_layers / L: the same double as the first version's (1.0 + 2.0 / L) / 2.0.
+        const double concentrated = (1.0 + R.value("early_layers") / double(L)) * R.value("concentration_excess_over_uniform");
         std::vector<std::vector<double>> fn, an;
         std::vector<double> xs;
         json sink_steps = json::array();
         for (std::size_t k = 0; k < sink_rates.size(); ++k)
-            if (analysis::bootstrap_mean(sink_rates[k]).lo >= kSinkForms) {
+            if (analysis::bootstrap_mean(sink_rates[k]).lo >= R.value("sink_checkpoint_rate_min")) {
                 fn.push_back(first_heads[k]);
                 an.push_back(all_heads[k]);
                 xs.push_back(double(k));
@@ -192,17 +194,20 @@ int main(int argc, char** argv) {
             "Paper A: 'finally concentrates in layers 0-1'); otherwise not reproduced",
             "checkpoint 0 (the untrained model) has no sink, hence no trend; with --random-init SEED nothing is trained and every "
             "checkpoint is the untrained model: must give 'not applicable'");
+        v.registered(R);
         const auto absent = null_run ? analysis::Outcome::not_applicable : analysis::Outcome::not_shown;
         v.precondition(analysis::bootstrap_condition("Sink^0.3_0 (all layers) at the last checkpoint", analysis::mean_of(last),
-                                                     analysis::bootstrap_mean(last), std::int64_t(last.size()), kSinkForms),
+                                                     analysis::bootstrap_mean(last), std::int64_t(last.size()),
+                                                     R.value("last_checkpoint_sink_rate_min")),
                        absent);
         v.precondition(analysis::exact_condition("checkpoints with a sink", double(xs.size()), std::int64_t(sink_rates.size()),
-                                                 double(kMinCheckpoints)),
+                                                 R.value("sink_checkpoints_min")),
                        absent);
         if (xs.size() >= 2) {
             const auto trend = analysis::share_trend(fn, an, xs);
             v.condition(analysis::bootstrap_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
-                                                      trend.change, trend.ci, trend.units, kMigration));
+                                                      trend.change, trend.ci, trend.units,
+                                                      R.value("migration_change_min")));
             std::vector<double> fl = fn.back(), al = an.back();
             double sf = 0, sa = 0;
             for (std::size_t i = 0; i < fl.size(); ++i) { sf += fl[i]; sa += al[i]; }
@@ -211,10 +216,11 @@ int main(int argc, char** argv) {
             v.details()["shares"] = trend.shares;
         } else {
             v.condition(analysis::exact_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
-                                                  std::nan(""), 0, kMigration));
+                                                  std::nan(""), 0, R.value("migration_change_min")));
         }
         const auto first_ci = analysis::bootstrap_mean(sink_rates.front());
-        v.check("checkpoint 0 (untrained) Sink^0.3_0 upper bound, null: below 0.1", first_ci.hi, kSinkForms, first_ci.hi < kSinkForms);
+        v.check("checkpoint 0 (untrained) Sink^0.3_0 upper bound, null: below 0.1", first_ci.hi, R.value("sink_checkpoint_rate_min"),
+                first_ci.hi < R.value("sink_checkpoint_rate_min"));
         v.details()["sink_checkpoint_steps"] = sink_steps;
         v.details()["concentration_threshold"] = concentrated;
         v.details()["layers"] = L;

@@ -21,8 +21,10 @@ using namespace sinkscope::experiments;
 struct Config {
     std::int64_t samples = 64;      // natural-text samples, no BOS
     std::int64_t seq_len = 64;      // T
-    std::int64_t trace_samples = 8; // samples used to locate the spike and classify the steps
-    double tau = 0.2;               // step rule threshold (fraction of the peak)
+    // samples used to locate the spike and classify the steps; the step rule's threshold (fraction of the peak):
+    // both registered in rule B1 (analysis/rule_table.hpp)
+    std::int64_t trace_samples = std::int64_t(analysis::rule("B1").value("trace_samples"));
+    double tau = analysis::rule("B1").value("step_tau");
 };
 
 // This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
@@ -146,7 +148,8 @@ int main(int argc, char** argv) {
                                   {"peak", steps_all.peak}, {"peak_sub_block", steps_all.peak_index},
                                   {"in_between_ratio_mean_trajectory", steps_all.in_between_ratio},
                                   {"in_between_ratio_per_sample", between}, {"samples", trajectories.size()}, {"tau", cfg.tau},
-                                  {"step_up_window", analysis::kStepUpWindow}, {"step_down_window", analysis::kStepDownWindow}};
+                                  {"step_up_window", analysis::rule("B1").value("step_up_window_max")},
+                                  {"step_down_window", analysis::rule("B1").value("step_down_window_min")}};
 
         // Table 1 row.
         Csv steps(run.path("steps.csv"), {"model", "sub_blocks", "step_up", "step_down", "in_between_ratio"});
@@ -155,7 +158,7 @@ int main(int argc, char** argv) {
 
         // Spike channels from every sample: consensus channels (massive in ≥ half the samples that spike at
         // the plateau), the reference channel first (c* when it is one of them); ratios to it on every spike token.
-        auto consensus = analysis::consensus_channels(plateau_channels, 0.5);
+        auto consensus = analysis::consensus_channels(plateau_channels, analysis::rule("B1").value("consensus_share"));
         std::int64_t spike_samples = 0, cstar_samples = 0;
         for (const auto& ch : plateau_channels) {
             spike_samples += !ch.empty();
@@ -219,24 +222,31 @@ int main(int argc, char** argv) {
                   "half of them; paper: 'a few'), and each consensus channel's ratio to c* varies by std/|mean| <= 0.05 across "
                   "spike tokens (largest over channels; bootstrap over samples, upper bound; convention for 'nearly fixed').",
                   kRandomInitNull);
-        v.precondition(rate_condition("share of samples with a massive activation in some residual state", with_spike, N, 0.5),
+        const Rule& R = rule("B1");
+        v.registered(R);
+        v.precondition(rate_condition("share of samples with a massive activation in some residual state", with_spike, N,
+                                      R.value("spike_present_share_min")),
                        Outcome::not_applicable);
         v.condition(exact_condition("latest step-up sub-block / 2L (window <= 0.20)", last_up, std::int64_t(trajectories.size()),
-                                    kStepUpWindow, Side::at_most));
+                                    R.value("step_up_window_max"), Side::at_most));
         v.condition(exact_condition("latest step-down sub-block / 2L (window >= 0.92)", last_down, std::int64_t(trajectories.size()),
-                                    kStepDownWindow, Side::at_least));
+                                    R.value("step_down_window_min"), Side::at_least));
         const double n_up = double(steps_all.step_up.size());
-        v.condition(exact_condition("number of step-up sub-blocks (>= 1)", n_up, 1, 1, Side::at_least));
-        v.condition(exact_condition("number of step-up sub-blocks (<= 2)", n_up, 1, 2, Side::at_most));
+        v.condition(exact_condition("number of step-up sub-blocks (>= 1)", n_up, 1, R.value("step_ups_min"), Side::at_least));
+        v.condition(exact_condition("number of step-up sub-blocks (<= 2)", n_up, 1, R.value("step_ups_max"), Side::at_most));
         if (!between.empty())
             v.condition(bootstrap_condition("in-between ratio, median over samples", median_of(between), bootstrap_median(between),
-                                            std::int64_t(between.size()), 0.05, Side::at_most));
+                                            std::int64_t(between.size()), R.value("in_between_ratio_max"), Side::at_most));
         else
-            v.condition(exact_condition("in-between ratio, median over samples (no trajectory)", nan, 0, 0.05, Side::at_most));
-        v.condition(spike_samples > 0 ? rate_condition("share of spiking samples whose plateau state has c* massive", cstar_samples, spike_samples, 0.5)
-                                      : exact_condition("share of spiking samples whose plateau state has c* massive", nan, 0, 0.5));
+            v.condition(exact_condition("in-between ratio, median over samples (no trajectory)", nan, 0, R.value("in_between_ratio_max"),
+                                        Side::at_most));
+        v.condition(spike_samples > 0 ? rate_condition("share of spiking samples whose plateau state has c* massive", cstar_samples,
+                                                       spike_samples, R.value("cstar_share_min"))
+                                      : exact_condition("share of spiking samples whose plateau state has c* massive", nan, 0,
+                                                        R.value("cstar_share_min")));
         v.condition(exact_condition("consensus spike channels (massive in >= half the spiking samples), at most 4",
-                                    consensus.empty() ? nan : double(consensus.size()), spike_samples, 4, Side::at_most));
+                                    consensus.empty() ? nan : double(consensus.size()), spike_samples,
+                                    R.value("consensus_channels_max"), Side::at_most));
         if (consensus.size() >= 2) {
             // The largest spread over the consensus channels, resampling whole samples (their spike tokens together).
             std::vector<double> ids(all_ids.begin(), all_ids.end());
@@ -251,7 +261,8 @@ int main(int argc, char** argv) {
                 return worst;
             };
             v.condition(bootstrap_condition("largest std/|mean| of a consensus channel's ratio to c* across spike tokens",
-                                            max_spread(ids), bootstrap(ids, max_spread), std::int64_t(ids.size()), 0.05, Side::at_most));
+                                            max_spread(ids), bootstrap(ids, max_spread), std::int64_t(ids.size()),
+                                            R.value("ratio_spread_max"), Side::at_most));
         } else {
             v.check("fewer than two consensus channels: the ratio condition has nothing to compare", double(consensus.size()), 2, false);
         }

@@ -28,8 +28,10 @@ struct Config {
     std::int64_t samples = 64;       // natural-text samples for the prediction check
     std::int64_t seq_len = 64;
     std::int64_t nev = 8;            // eigenpairs of S_k
-    double factor = 10.0;            // spike channel: ‖U_k‖_F > factor × median of the layer
-    std::int64_t max_channels = 4;   // spectra for at most this many spike channels
+    // spike channel: ‖U_k‖_F > factor × median of the layer; spectra for at most max_channels spike channels (both
+    // registered in rule B2, analysis/rule_table.hpp)
+    double factor = analysis::rule("B2").value("frobenius_median_factor");
+    std::int64_t max_channels = std::int64_t(analysis::rule("B2").value("max_spectrum_channels"));
 };
 
 // This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
@@ -52,9 +54,11 @@ int main(int argc, char** argv) {
         require(c.ffn == model::FfnKind::swiglu, "B2 needs a SwiGLU FFN");
         const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
 
+        const analysis::Rule& R = analysis::rule("B2");
         run.phase("locate step-up");
-        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::size_t>(smp.size(), 4)));
-        const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : 0;
+        const auto n_trace = std::min<std::size_t>(smp.size(), std::size_t(R.value("trace_samples")));
+        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + n_trace), R.value("step_tau"));
+        const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : std::int64_t(R.value("step_up_layer_fallback"));
         const std::int64_t cstar = tr.channel;
         run.results()["trace"] = trace_json(tr);
         run.results()["step_up_layer"] = S;
@@ -105,7 +109,7 @@ int main(int argc, char** argv) {
                 per_sample.push_back(analysis::spike_channels(analysis::massive_entries(cache[post].data.data(), n, d)));
             };
             measure_samples(run, opt, c, in.m.weights, smp, hooks, each, no_logits(S), "spike channels");
-            for (const auto& k : analysis::consensus_channels(per_sample, 0.5)) active.push_back(k.channel);
+            for (const auto& k : analysis::consensus_channels(per_sample, R.value("consensus_share"))) active.push_back(k.channel);
         }
         run.results()["activation_spike_channels"] = active;
         for (auto list : {active, step_channels})
@@ -242,18 +246,22 @@ int main(int argc, char** argv) {
                   "(massive after block S) of natural text, bootstrap over samples, upper bounds: median relative error of the "
                   "quadratic form h^T U_k h <= 10% and of the rank-one lambda* (s*^T h)^2 <= 25% (conventions).",
                   kRandomInitNull);
-        v.precondition(rate_condition("share of samples with a massive activation after the step-up block", samples_with_spike, N, 0.5),
+        v.registered(R);
+        v.precondition(rate_condition("share of samples with a massive activation after the step-up block", samples_with_spike, N,
+                                      R.value("spike_present_share_min")),
                        Outcome::not_applicable);
         v.condition(exact_condition("spike channel c* among the step-up layer's channels with ||U_k||_F > 10 x median", detected ? 1 : 0,
-                                    1, 1));
+                                    1, R.value("cstar_detected_min")));
         v.condition(exact_condition("share of layers with large-||U_k|| channels that are step-up/step-down FFN layers",
                                     layers_with_spike_channels.empty() ? nan : double(in_step) / double(layers_with_spike_channels.size()),
-                                    std::int64_t(layers_with_spike_channels.size()), 1));
-        v.condition(exact_condition("|lambda* / lambda_2| of S_{c*}", dominance, 1, 2));
-        if (chans.size() >= 2) v.condition(exact_condition("min |cos(s*_a, s*_b)| over the spike channels", min_align, std::int64_t(chans.size()), 0.9));
+                                    std::int64_t(layers_with_spike_channels.size()), R.value("step_layer_share_min")));
+        v.condition(exact_condition("|lambda* / lambda_2| of S_{c*}", dominance, 1, R.value("dominance_min")));
+        if (chans.size() >= 2)
+            v.condition(exact_condition("min |cos(s*_a, s*_b)| over the spike channels", min_align, std::int64_t(chans.size()),
+                                        R.value("alignment_min")));
         else v.check("fewer than two channels: s* alignment has nothing to compare", double(chans.size()), 2, false);
-        v.condition(err_condition("median relative error of the quadratic form on spike tokens", err_q, 0.10));
-        v.condition(err_condition("median relative error of the rank-one prediction on spike tokens", err_r, 0.25));
+        v.condition(err_condition("median relative error of the quadratic form on spike tokens", err_q, R.value("quadratic_error_max")));
+        v.condition(err_condition("median relative error of the rank-one prediction on spike tokens", err_r, R.value("rank_one_error_max")));
         v.check("SiLU-linearisation bound exceeded on spike tokens (count; a theorem)", double(silu_violations), 0, silu_violations == 0);
         v.check("rank-one truncation bound exceeded on spike tokens (count; a theorem)", double(rank_one_violations), 0, rank_one_violations == 0);
         v.details() = {{"step_up_layer", S}, {"channel", cstar}, {"step_layers", std::vector<std::int64_t>(step_layers.begin(), step_layers.end())},

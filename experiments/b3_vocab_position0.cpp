@@ -29,7 +29,8 @@ using namespace sinkscope::experiments;
 struct Config {
     std::int64_t vocab_limit = 0;     // 0: the whole vocabulary; n: token ids 0 … n−1
     std::int64_t batch = 256;         // tokens per batched forward
-    std::int64_t trace_samples = 4;   // natural samples used to locate the step-up block
+    // natural samples used to locate the step-up block (registered in rules B3a and B3b, analysis/rule_table.hpp)
+    std::int64_t trace_samples = std::int64_t(analysis::rule("B3a").value("trace_samples"));
     std::int64_t text_samples = 128;  // natural samples for the delimiter count at positions > 0
     std::int64_t seq_len = 64;
     std::int64_t checks = 8;          // tokens also run as real 1-token forwards
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
         run.phase("locate step-up");
         const auto nat = samples(in, opt, cfg.seq_len, std::max(cfg.trace_samples, cfg.text_samples), false);
         const std::vector<Tokens> head(nat.begin(), nat.begin() + std::min<std::size_t>(nat.size(), cfg.trace_samples));
-        const SpikeTrace tr = trace_spike(in, opt, head);
+        const SpikeTrace tr = trace_spike(in, opt, head, analysis::rule("B3a").value("step_tau"));
         const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer
                                                      : (tr.peak_sub_block > 0 ? analysis::sub_block(tr.peak_sub_block, c.n_layers).layer : c.n_layers - 1);
         const std::int64_t cstar = tr.channel;
@@ -201,8 +202,13 @@ int main(int argc, char** argv) {
         // Verdicts.
         using namespace sinkscope::analysis;
         const std::int64_t NT = std::int64_t(ntext);
-        const auto spike_present = rate_condition("share of natural-text samples with a massive activation after the step-up block",
-                                                  samples_with_spike, NT, 0.5);
+        const Rule& Ra = rule("B3a");
+        const Rule& Rb = rule("B3b");
+        // The shared precondition, with each rule's own threshold (the same number in B3a and B3b).
+        auto spike_present = [&](const Rule& R) {
+            return rate_condition("share of natural-text samples with a massive activation after the step-up block", samples_with_spike,
+                                  NT, R.value("spike_present_share_min"));
+        };
         Verdict va("B3a",
                    "Precondition: massive activations (Sun et al.) after the step-up block S in a majority of natural-text samples "
                    "(Clopper-Pearson lower bound >= 0.5; else not applicable). Each vocabulary token alone at position 0 spikes when "
@@ -213,10 +219,12 @@ int main(int argc, char** argv) {
                    "reported beside it. Reproduced when the Clopper-Pearson lower bound of the share of the vocabulary that spikes is "
                    ">= 0.95 (convention, below the paper's lowest value, 98.40% for Qwen2.5-7B; paper: 98.40-99.93%).",
                    kRandomInitNull);
-        va.precondition(spike_present, Outcome::not_applicable);
-        va.condition(rate_condition("share of the vocabulary that spikes at position 0 (reference median)", spikes, V, 0.95));
-        va.check("share with the token's own-state median (reported, not evidence)", double(spikes_own) / double(V), 0.95,
-                 clopper_pearson(spikes_own, V).lo >= 0.95);
+        va.registered(Ra);
+        va.precondition(spike_present(Ra), Outcome::not_applicable);
+        va.condition(rate_condition("share of the vocabulary that spikes at position 0 (reference median)", spikes, V,
+                                    Ra.value("vocab_share_min")));
+        va.check("share with the token's own-state median (reported, not evidence)", double(spikes_own) / double(V),
+                 Ra.value("vocab_share_min"), clopper_pearson(spikes_own, V).lo >= Ra.value("vocab_share_min"));
         va.details() = {{"reference_median", ref_median}, {"layer", S}, {"vocab_tokens", V},
                         {"own_median_share", double(spikes_own) / double(V)},
                         {"own_median_share_ci", ci_json(clopper_pearson(spikes_own, V))},
@@ -243,12 +251,16 @@ int main(int argc, char** argv) {
                    "rate of other tokens (bootstrap over samples, lower bound; convention) and make >= 50% of the spikes there "
                    "(Clopper-Pearson lower bound; convention for 'spikes sit on delimiters').",
                    kRandomInitNull);
-        vb.precondition(spike_present, Outcome::not_applicable);
-        vb.precondition(exact_condition("spike tokens at positions >= 1", double(spk_other), NT, 10), Outcome::not_applicable);
+        vb.registered(Rb);
+        vb.precondition(spike_present(Rb), Outcome::not_applicable);
+        vb.precondition(exact_condition("spike tokens at positions >= 1", double(spk_other), NT, Rb.value("spike_tokens_min")),
+                        Outcome::not_applicable);
         vb.condition(bootstrap_condition("delimiter spike rate / other tokens' spike rate (positions >= 1)", rate_ratio(ids),
-                                         bootstrap(ids, rate_ratio), NT, 5));
-        vb.condition(spk_other > 0 ? rate_condition("share of spikes at positions >= 1 that sit on delimiters", spk_other_delim, spk_other, 0.5)
-                                   : exact_condition("share of spikes at positions >= 1 that sit on delimiters", std::nan(""), 0, 0.5));
+                                         bootstrap(ids, rate_ratio), NT, Rb.value("delimiter_rate_ratio_min")));
+        vb.condition(spk_other > 0 ? rate_condition("share of spikes at positions >= 1 that sit on delimiters", spk_other_delim, spk_other,
+                                                    Rb.value("delimiter_share_min"))
+                                   : exact_condition("share of spikes at positions >= 1 that sit on delimiters", std::nan(""), 0,
+                                                     Rb.value("delimiter_share_min")));
         run.verdict(vb);
         run.finish();
     });

@@ -105,8 +105,10 @@ int main(int argc, char** argv) {
         const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
         const std::int64_t N = std::int64_t(smp.size());
 
+        const analysis::Rule& R = analysis::rule("B4");
         run.phase("locate step-up");
-        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::size_t>(smp.size(), 4)));
+        const auto n_trace = std::min<std::size_t>(smp.size(), std::size_t(R.value("trace_samples")));
+        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + n_trace), R.value("step_tau"));
         const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : 0;
         const std::int64_t A = std::min(S + 1, L - 1);
         run.results()["trace"] = trace_json(tr);
@@ -219,16 +221,19 @@ int main(int argc, char** argv) {
         std::int64_t samples_with_spikes = 0;
         for (std::int64_t s = 0; s < N; ++s) samples_with_spikes += std::find(spk_of.begin(), spk_of.end(), s) != spk_of.end();
         analysis::Verdict v("B4", kRule, kRandomInitNull);
-        v.precondition(analysis::exact_condition("step-up block located by the spike trace", tr.step_up_layer >= 0 ? 1.0 : 0.0, 1, 1.0));
+        v.registered(R);
+        v.precondition(analysis::exact_condition("step-up block located by the spike trace", tr.step_up_layer >= 0 ? 1.0 : 0.0, 1,
+                                                 R.value("step_up_found_min")));
         v.precondition(analysis::exact_condition("samples with spike tokens after the step-up block (Sun et al.)",
-                                                 double(samples_with_spikes), N, 2.0));
+                                                 double(samples_with_spikes), N, R.value("spike_samples_min")));
         v.condition(mean_condition("cosine of normalised spike tokens after the block with other samples' (mean over samples)",
-                                   spike_after_per_sample, 0.9));
+                                   spike_after_per_sample, R.value("spike_cosine_after_min")));
         v.condition(mean_condition("paired difference: spike-token cosine minus non-spike-token cosine, after the block",
-                                   vs_other.diff, 0.0));
-        v.condition(mean_condition("paired difference: spike-token cosine after minus before the step-up FFN", vs_before.diff, 0.0));
+                                   vs_other.diff, R.value("cosine_gap_vs_other_min")));
+        v.condition(mean_condition("paired difference: spike-token cosine after minus before the step-up FFN", vs_before.diff,
+                                   R.value("cosine_gain_vs_before_min")));
         v.condition(mean_condition("energy share of the spike channels (even samples) in the odd samples' normalised spike tokens",
-                                   heldout_share, 0.9));
+                                   heldout_share, R.value("heldout_energy_share_min")));
         v.check("max |x~_i| / sqrt(d) over spike and sampled tokens (<= 1 for every input)", max_over_sqrt_d, 1.0,
                 max_over_sqrt_d <= 1.0 + 1e-9);
         v.check("R1: worst max|h~_i| / (sqrt(d) max|g| kappa) over spike tokens", r1_worst, 1.0, r1_worst <= 1.0 + 1e-9);

@@ -43,10 +43,12 @@ using namespace sinkscope::experiments::sink_key_subspace;
 struct Config {
     std::int64_t samples = 64;
     std::int64_t seq_len = 64;
-    double eps = measures::kSinkEps;  // Gu et al.'s sink threshold, 0.3
-    double energy = 0.9;         // variance fraction that defines a subspace's dimension
+    // Gu et al.'s sink threshold (0.3), the variance fraction that defines a subspace's dimension and the bootstrap
+    // resamples: registered in rule B5 (analysis/rule_table.hpp)
+    double eps = analysis::rule("B5").value("sink_eps");
+    double energy = analysis::rule("B5").value("key_energy");
     std::int64_t stride = 8;     // every stride-th position ≥ 1 as ordinary keys / queries of rule G4
-    int resamples = 1000;        // bootstrap resamples
+    int resamples = int(analysis::rule("B5").value("bootstrap_resamples"));
 };
 
 namespace {
@@ -225,15 +227,18 @@ int main(int argc, char** argv) {
         // ---- verdict ------------------------------------------------------------------------------
         std::int64_t n_sink_all = 0;
         for (bool b : measured_all) n_sink_all += b;
+        const analysis::Rule& R = analysis::rule("B5");
         analysis::Verdict v("B5", kRule, kRandomInitNull);
+        v.registered(R);
         v.precondition(analysis::exact_condition("measured sink heads (alpha_0 > 0.3 over all samples)", double(n_sink_all),
-                                                 L * H, 1.0));
+                                                 L * H, R.value("sink_heads_min")));
         v.condition(analysis::bootstrap_condition("median centred 90%-variance dimension of position-0 keys over sink kv heads",
-                                                  med_sink, sink_ci, N, 2.0, analysis::Side::at_most));
+                                                  med_sink, sink_ci, N, R.value("sink_key_dimension_max"), analysis::Side::at_most));
         v.condition(analysis::bootstrap_condition("median (null dimension - sink dimension) over sink kv heads", med_diff, diff_ci,
-                                                  N, 1.0));
+                                                  N, R.value("null_dimension_excess_min")));
         v.condition(analysis::bootstrap_condition("balanced accuracy of the held-out mean-field prediction (constant predictor: 0.5)",
-                                                  mf.balanced_accuracy(), mf_ci, std::int64_t(score.size()), 0.8));
+                                                  mf.balanced_accuracy(), mf_ci, std::int64_t(score.size()),
+                                                  R.value("balanced_accuracy_min")));
         const std::int64_t pos_score = mf.tp + mf.fn, heads = L * H;
         const auto base_ci = analysis::clopper_pearson(std::max(pos_score, heads - pos_score), heads);
         v.details() = {{"sink_kv_heads", sink_kv.size()}, {"median_null_dimension", med_null},

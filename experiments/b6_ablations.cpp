@@ -170,16 +170,20 @@ int main(int argc, char** argv) {
         //   ratio r = mean_seeds(variant) / mean_seeds(baseline), paired by seed index (bootstrap_ratio);
         //   ours: "up" when the whole interval of r lies above 1.2, "down" below 0.8, "same" inside [0.8, 1.2],
         //   otherwise "undecided" (never agrees). Paper: value / baseline value, same ±20% band.
+        //   The bands are each column's rule's (B6 (sinks), B6 (spikes): analysis/rule_table.hpp).
         using namespace sinkscope::analysis;
-        auto paper_direction = [](double x, double base) {
+        const Rule& Rs = rule("B6 (sinks)");
+        const Rule& Rp = rule("B6 (spikes)");
+        auto paper_direction = [](double x, double base, const Rule& R) {
             if (!std::isfinite(x)) return std::string("n/a");
             const double rel = x / base - 1;
-            return std::abs(rel) <= 0.2 ? std::string("same") : rel > 0 ? std::string("up") : std::string("down");
+            return std::abs(rel) <= R.value("paper_same_band") ? std::string("same") : rel > 0 ? std::string("up") : std::string("down");
         };
-        auto our_direction = [](Interval r) {
-            if (r.lo > 1.2) return std::string("up");
-            if (r.hi < 0.8) return std::string("down");
-            if (r.lo >= 0.8 && r.hi <= 1.2) return std::string("same");
+        auto our_direction = [](Interval r, const Rule& R) {
+            const double up = R.value("direction_up_ratio"), down = R.value("direction_down_ratio");
+            if (r.lo > up) return std::string("up");
+            if (r.hi < down) return std::string("down");
+            if (r.lo >= down && r.hi <= up) return std::string("same");
             return std::string("undecided");
         };
         const auto base_it = std::find_if(chosen.begin(), chosen.end(), [](const Variant& v) { return v.name == "baseline"; });
@@ -203,8 +207,8 @@ int main(int argc, char** argv) {
                 const Interval cs = mean_of(mb.sink) > 0 ? bootstrap_ratio(m.sink, mb.sink) : Interval{std::nan(""), std::nan("")};
                 const double rp = mean_of(mb.spike) > 0 ? mean_of(m.spike) / mean_of(mb.spike) : std::nan("");
                 const Interval cp = mean_of(mb.spike) > 0 ? bootstrap_ratio(m.spike, mb.spike) : Interval{std::nan(""), std::nan("")};
-                const std::string ps = paper_direction(v.paper_sink, base_it->paper_sink), os = our_direction(cs);
-                const std::string pp = paper_direction(v.paper_spike, base_it->paper_spike), op = our_direction(cp);
+                const std::string ps = paper_direction(v.paper_sink, base_it->paper_sink, Rs), os = our_direction(cs, Rs);
+                const std::string pp = paper_direction(v.paper_spike, base_it->paper_spike, Rp), op = our_direction(cp, Rp);
                 row["sink_direction"] = {{"paper", ps}, {"ours", os}, {"ratio", num(rs)}, {"ci", {num(cs.lo), num(cs.hi)}}};
                 row["spike_direction"] = {{"paper", pp}, {"ours", op}, {"ratio", num(rp)}, {"ci", {num(cp.lo), num(cp.hi)}}};
                 // Rows without a paper value are measured, not scored.
@@ -229,15 +233,20 @@ int main(int argc, char** argv) {
                    "with bootstrap lower bound >= 0.05 (convention), and room to go up, upper bound <= 1/1.2 = 0.833 (a +20% rise, "
                    "the band below, must be possible; a saturated baseline makes the paper's 'up' rows impossible). " + band,
                    kRandomInitNull);
+        vs.registered(Rs);
         const Interval bs = bootstrap_mean(mb.sink);
         // An interval across seeds needs seeds: fewer than 3 decide nothing (--seeds).
-        const auto enough_seeds = exact_condition("seeds per variant (at least 3 for an interval across seeds)", double(S), S, 3);
-        vs.precondition(bootstrap_condition("baseline sink ratio (mean over seeds) has a sink", mean_of(mb.sink), bs, S, 0.05), Outcome::not_shown);
+        auto enough_seeds = [&](const Rule& R) {
+            return exact_condition("seeds per variant (at least 3 for an interval across seeds)", double(S), S, R.value("seeds_min"));
+        };
+        vs.precondition(bootstrap_condition("baseline sink ratio (mean over seeds) has a sink", mean_of(mb.sink), bs, S,
+                                            Rs.value("baseline_sink_rate_min")), Outcome::not_shown);
         vs.precondition(bootstrap_condition("baseline sink ratio (mean over seeds) leaves room for a +20% rise", mean_of(mb.sink), bs, S,
-                                            1.0 / 1.2, Side::at_most), Outcome::not_shown);
-        vs.precondition(enough_seeds, Outcome::not_shown);
+                                            Rs.value("baseline_sink_rate_max"), Side::at_most), Outcome::not_shown);
+        vs.precondition(enough_seeds(Rs), Outcome::not_shown);
         vs.condition(exact_condition("share of variants whose sink direction agrees with the paper",
-                                     sink_col.scored ? double(sink_col.agree) / double(sink_col.scored) : nan, sink_col.scored, 0.75));
+                                     sink_col.scored ? double(sink_col.agree) / double(sink_col.scored) : nan, sink_col.scored,
+                                     Rs.value("agree_share_min")));
         vs.details() = {{"agree", sink_col.agree}, {"scored", sink_col.scored}, {"seeds", S}};
         std::int64_t massive_seeds = 0;
         for (std::int64_t k = 0; k < S; ++k) massive_seeds += mb.massive[std::size_t(k)];
@@ -245,11 +254,14 @@ int main(int argc, char** argv) {
                    "Preconditions (else not shown at this scale): at least 3 seeds per variant; the baseline has a massive activation (Sun et al.: |x| > 100 and "
                    ">= 1000 x the median |x| of the same hidden state, one validation sequence's resid_post) in every seed (exact share = 1). " + band,
                    kRandomInitNull);
-        vp.precondition(exact_condition("share of baseline seeds with a massive activation", double(massive_seeds) / double(S), S, 1.0),
+        vp.registered(Rp);
+        vp.precondition(exact_condition("share of baseline seeds with a massive activation", double(massive_seeds) / double(S), S,
+                                        Rp.value("baseline_massive_seed_share_min")),
                         Outcome::not_shown);
-        vp.precondition(enough_seeds, Outcome::not_shown);
+        vp.precondition(enough_seeds(Rp), Outcome::not_shown);
         vp.condition(exact_condition("share of variants whose spike direction agrees with the paper",
-                                     spike_col.scored ? double(spike_col.agree) / double(spike_col.scored) : nan, spike_col.scored, 0.75));
+                                     spike_col.scored ? double(spike_col.agree) / double(spike_col.scored) : nan, spike_col.scored,
+                                     Rp.value("agree_share_min")));
         vp.details() = {{"agree", spike_col.agree}, {"scored", spike_col.scored}, {"seeds", S}};
         if (!has_base) {
             std::cerr << "  no baseline among --variants: no verdict\n";

@@ -64,11 +64,9 @@ using analysis::Side;
 struct Config {
     std::int64_t samples = 64;
     std::int64_t seq_len = 64;
-    double eps = measures::kSinkEps;  // Gu et al.'s sink threshold, 0.3
-    double kept_max = 0.5;            // C1/C3: ablated / clean sink rate must be ≤ this (convention)
-    double sinks_present_min = 0.1;   // precondition: clean sink rate of the counted layers (convention)
-    double massive_share_min = 0.5;   // precondition / E: most samples carry the spike (convention)
-    double patch_share_min = 0.5;     // C2: most patched positions turn massive (convention)
+    double eps = analysis::rule("C1").value("sink_eps");  // Gu et al.'s sink threshold, 0.3 (C1's and C3's)
+    // The thresholds (C1/C3: the kept share of the sink rate, the clean sinks, the spike present in most samples;
+    // C2: most patched positions turn massive) are each verdict's registered rule's (analysis/rule_table.hpp).
 };
 
 namespace {
@@ -77,7 +75,9 @@ namespace {
 analysis::Verdict ablation_verdict(const std::string& claim, const std::string& what, const std::string& spike_present,
                                    std::int64_t k_massive, std::int64_t n,
                                    const std::vector<double>& clean, const std::vector<double>& spike,
-                                   const std::vector<double>& random, double resolution, const Config& cfg) {
+                                   const std::vector<double>& random, std::int64_t resolution_units, const analysis::Rule& R) {
+    // One (layer, head) per sample: extra_drop_min_heads / (H x counted layers).
+    const double resolution = R.value("extra_drop_min_heads") / double(resolution_units);
     const std::string rule =
         "mean-ablate the spike channels " + what + ", at the positions that carry them; " + claim +
         " reproduced iff (1) the paired per-sample extra drop of the sink rate (Gu alpha0 > 0.3 per (layer, head)), "
@@ -87,12 +87,13 @@ analysis::Verdict ablation_verdict(const std::string& claim, const std::string& 
         "the spike (" + spike_present + ") in most samples (CP lower bound >= 0.5) and clean sinks "
         "in the counted layers (mean sink rate, lower bound >= 0.1, convention)";
     analysis::Verdict v(claim, rule, kRandomInitNull);
+    v.registered(R);
     v.precondition(analysis::rate_condition("samples with " + spike_present, k_massive, n,
-                                            cfg.massive_share_min));
+                                            R.value("spike_present_share_min")));
     const double clean_mean = clean.empty() ? 0.0 : analysis::mean_of(clean);
     v.precondition(analysis::bootstrap_condition("clean sink rate of the counted layers", clean_mean,
                                                  clean.empty() ? analysis::Interval{0, 0} : analysis::bootstrap_mean(clean),
-                                                 std::int64_t(clean.size()), cfg.sinks_present_min));
+                                                 std::int64_t(clean.size()), R.value("clean_sink_rate_min")));
     if (clean.empty()) {
         v.condition(analysis::exact_condition("extra drop of the sink rate, spike minus random ablation", 0, 0, resolution));
         return v;
@@ -105,7 +106,7 @@ analysis::Verdict ablation_verdict(const std::string& claim, const std::string& 
     const double kept = clean_mean > 0 ? analysis::mean_of(spike) / clean_mean : 0.0;
     v.condition(analysis::bootstrap_condition("sink rate kept after spike ablation (ablated / clean)", kept,
                                               clean_mean > 0 ? analysis::bootstrap_ratio(spike, clean) : analysis::Interval{0, 0},
-                                              std::int64_t(clean.size()), cfg.kept_max, Side::at_most));
+                                              std::int64_t(clean.size()), R.value("kept_share_max"), Side::at_most));
     v.details() = {{"clean", clean_mean}, {"spike_ablated", analysis::mean_of(spike)}, {"random_ablated", analysis::mean_of(random)},
                    {"drop_spike", clean_mean - analysis::mean_of(spike)}, {"drop_random", clean_mean - analysis::mean_of(random)}};
     return v;
@@ -126,8 +127,10 @@ int main(int argc, char** argv) {
                                 "C1-C3: the spike causes the position-0 sink (ablation and patching, with controls)"};
     return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"eps", cfg.eps}, {"bos", false},
-                        {"kept_max", cfg.kept_max}, {"sinks_present_min", cfg.sinks_present_min},
-                        {"massive_share_min", cfg.massive_share_min}, {"patch_share_min", cfg.patch_share_min},
+                        {"kept_max", analysis::rule("C1").value("kept_share_max")},
+                        {"sinks_present_min", analysis::rule("C1").value("clean_sink_rate_min")},
+                        {"massive_share_min", analysis::rule("C1").value("spike_present_share_min")},
+                        {"patch_share_min", analysis::rule("C2").value("patched_share_min")},
                         {"ablation", "mean over non-massive positions, at the sample's massive positions, hook_resid_post"},
                         {"control", "same number of never-massive channels, drawn per sample (seed), same positions"}};
         Inputs in = load_inputs(opt, run);
@@ -137,7 +140,7 @@ int main(int argc, char** argv) {
         const std::int64_t N = std::int64_t(smp.size()), T = std::int64_t(smp[0].size());
 
         run.phase("trace spike (all samples)");
-        const SpikeTrace tr = trace_spike(in, opt, smp);
+        const SpikeTrace tr = trace_spike(in, opt, smp, analysis::rule("C1").value("step_tau"));
         const std::int64_t S = tr.step_up_layer;
         run.results()["trace"] = trace_json(tr);
         run.results()["step_up_layer"] = S;
@@ -196,7 +199,7 @@ int main(int argc, char** argv) {
         // share[s] = fraction of patched positions t whose state after block P carries the spike:
         // sign(x_0[c*]) · x_t[c*] ≥ ½ |x_0[c*]| (x_0 from the clean run).
         const bool c2_possible = P >= 0 && T >= 3;
-        const Patch patch = c2_possible ? patch_runs(setup, cp, P, cstar) : Patch{};
+        const Patch patch = c2_possible ? patch_runs(setup, cp, P, cstar, analysis::rule("C2").value("spike_fraction_of_clean")) : Patch{};
         const auto& [share_p0, share_ctrl, value_p0, value_ctrl, ctrl_source] = patch;
 
         run.phase("verdicts");
@@ -209,7 +212,7 @@ int main(int argc, char** argv) {
             auto v = ablation_verdict("C1", "of the step-up layer S (massive entries at hook_resid_post S) after block S and every later "
                                             "block; sinks counted in layers S+1..L-1",
                                       "a massive entry (Sun et al.) after block S",
-                                      k, N, cl, sp, ra, 1.0 / double(H * n_layers), cfg);
+                                      k, N, cl, sp, ra, H * n_layers, analysis::rule("C1"));
             v.details()["layer"] = S;
             v.details()["counted_layers"] = {S + 1, L - 1};
             v.details()["channels"] = S >= 0 ? channels_at_layer(cp.massive, S) : std::vector<std::int64_t>{};
@@ -226,7 +229,7 @@ int main(int argc, char** argv) {
                                             "step-up layer S where the spike coordinate exceeds 100) after blocks E..S-1; sinks counted in layers E+1..S "
                                             "(the sink layers before the step-up block)",
                                       "|x_0[c*]| > 100 after block E",
-                                      k, N, cl, sp, ra, 1.0 / double(H * n_layers), cfg);
+                                      k, N, cl, sp, ra, H * n_layers, analysis::rule("C3"));
             v.details()["layer"] = E;
             v.details()["counted_layers"] = {E + 1, S};
             v.details()["channels"] = E >= 0 ? channels_at_layer(cp.large, E) : std::vector<std::int64_t>{};
@@ -244,16 +247,19 @@ int main(int argc, char** argv) {
                                 "position's attention output is copied instead by more than one position, 1/(T-1); precondition (else "
                                 "not applicable): |x_0[c*]| > 100 after block P in most samples (CP lower bound >= 0.5)",
                                 kRandomInitNull);
+            const analysis::Rule& R = analysis::rule("C2");
+            v.registered(R);
             v.precondition(analysis::rate_condition("samples whose spike coordinate |x_0[c*]| > 100 after block P", P >= 0 ? large0[P] : 0, N,
-                                                    cfg.massive_share_min));
+                                                    R.value("spike_present_share_min")));
             if (c2_possible) {
                 std::vector<double> diff(share_p0.size());
                 for (std::size_t s = 0; s < diff.size(); ++s) diff[s] = share_p0[s] - share_ctrl[s];
                 v.condition(analysis::bootstrap_condition("share of positions given the spike by position 0's attention output",
                                                           analysis::mean_of(share_p0), analysis::bootstrap_mean(share_p0), N,
-                                                          cfg.patch_share_min));
+                                                          R.value("patched_share_min")));
                 v.condition(analysis::bootstrap_condition("share minus the random-position control's share (paired)",
-                                                          analysis::mean_of(diff), analysis::bootstrap_mean(diff), N, 1.0 / double(T - 1)));
+                                                          analysis::mean_of(diff), analysis::bootstrap_mean(diff), N,
+                                                          R.value("control_excess_min_positions") / double(T - 1)));
                 v.details() = {{"layer", P}, {"share_p0", analysis::mean_of(share_p0)}, {"share_control", analysis::mean_of(share_ctrl)},
                                {"spike_fraction_p0", analysis::mean_of(value_p0)}, {"spike_fraction_control", analysis::mean_of(value_ctrl)}};
                 Csv pc(run.path("patch.csv"), {"sample", "control_source", "x0_spike", "share_p0", "share_control", "spike_fraction_p0",
@@ -261,7 +267,8 @@ int main(int argc, char** argv) {
                 for (std::int64_t s = 0; s < N; ++s)
                     pc.row(s, ctrl_source[s], cp.x0c[s][P], share_p0[s], share_ctrl[s], value_p0[s], value_ctrl[s]);
             } else {
-                v.condition(analysis::exact_condition("share of positions given the spike by position 0's attention output", 0, 0, cfg.patch_share_min));
+                v.condition(analysis::exact_condition("share of positions given the spike by position 0's attention output", 0, 0,
+                                                      R.value("patched_share_min")));
                 v.details() = {{"layer", P}};
             }
             run.verdict(v);

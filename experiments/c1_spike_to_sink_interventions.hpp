@@ -156,7 +156,9 @@ struct Patch {
     std::vector<double> share_p0, share_ctrl, value_p0, value_ctrl;
     std::vector<std::int64_t> ctrl_source;  // q per sample
 };
-inline Patch patch_runs(const Setup& setup, const CleanPass& cp, std::int64_t P, std::int64_t cstar) {
+// spike_fraction: a position gets the spike when sign(x_0[c*]) x_t[c*] >= spike_fraction x |x_0[c*]| (C2's
+// "spike_fraction_of_clean", analysis/rule_table.hpp).
+inline Patch patch_runs(const Setup& setup, const CleanPass& cp, std::int64_t P, std::int64_t cstar, double spike_fraction) {
     Run& run = setup.run;
     const CommonOptions& opt = setup.opt;
     const Inputs& in = setup.in;
@@ -183,7 +185,7 @@ inline Patch patch_runs(const Setup& setup, const CleanPass& cp, std::int64_t P,
             for (std::int64_t t = 1; t < T; ++t) {
                 if (t == src) continue;
                 const double v = sign * double(x(t, cstar));
-                hits += v >= 0.5 * std::abs(x0);
+                hits += v >= spike_fraction * std::abs(x0);
                 value += std::abs(x0) > 0 ? v / std::abs(x0) : 0.0;
                 ++count;
             }

@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/analysis/spike_trace.hpp>
 #include <sinkscope/analysis/spikes.hpp>
 #include <sinkscope/analysis/text.hpp>

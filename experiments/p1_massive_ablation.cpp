@@ -44,9 +44,11 @@ int main(int argc, char** argv) {
         const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
         const std::int64_t N = std::int64_t(smp.size());
 
+        const analysis::Rule& R = analysis::rule("P1");
         run.phase("locate spikes");
-        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + std::min<std::int64_t>(N, 4)));
-        const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : 0;
+        const std::int64_t n_trace = std::min<std::int64_t>(N, std::int64_t(R.value("trace_samples")));
+        const SpikeTrace tr = trace_spike(in, opt, std::vector<Tokens>(smp.begin(), smp.begin() + n_trace), R.value("step_tau"));
+        const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer : std::int64_t(R.value("step_up_layer_fallback"));
         const std::string post = model::hook_name("resid_post", S);
         run.results()["trace"] = trace_json(tr);
         run.results()["layer"] = S;
@@ -151,13 +153,17 @@ int main(int argc, char** argv) {
                   "mean keeps it within 10% (interval inside [0.9, 1.1]; convention, paper: 5.47 -> 5.47); zeroing as many random "
                   "channels at the same positions keeps it within 10% (interval inside [0.9, 1.1]; control, convention).",
                   kRandomInitNull);
-        v.precondition(rate_condition("share of samples with a massive activation after the step-up block", samples_with_spike, N, 0.5),
+        v.registered(R);
+        v.precondition(rate_condition("share of samples with a massive activation after the step-up block", samples_with_spike, N,
+                                      R.value("spike_present_share_min")),
                        Outcome::not_applicable);
-        v.condition(ratio_condition("perplexity ratio zero / clean", 1, 0, 10, Side::at_least));
-        v.condition(ratio_condition("perplexity ratio mean / clean (>= 0.9)", 2, 0, 0.9, Side::at_least));
-        v.condition(ratio_condition("perplexity ratio mean / clean (<= 1.1)", 2, 0, 1.1, Side::at_most));
-        v.condition(ratio_condition("perplexity ratio zero-random-channels / clean (>= 0.9)", 3, 0, 0.9, Side::at_least));
-        v.condition(ratio_condition("perplexity ratio zero-random-channels / clean (<= 1.1)", 3, 0, 1.1, Side::at_most));
+        v.condition(ratio_condition("perplexity ratio zero / clean", 1, 0, R.value("zero_ppl_ratio_min"), Side::at_least));
+        v.condition(ratio_condition("perplexity ratio mean / clean (>= 0.9)", 2, 0, R.value("mean_ppl_ratio_min"), Side::at_least));
+        v.condition(ratio_condition("perplexity ratio mean / clean (<= 1.1)", 2, 0, R.value("mean_ppl_ratio_max"), Side::at_most));
+        v.condition(ratio_condition("perplexity ratio zero-random-channels / clean (>= 0.9)", 3, 0, R.value("random_ppl_ratio_min"),
+                                    Side::at_least));
+        v.condition(ratio_condition("perplexity ratio zero-random-channels / clean (<= 1.1)", 3, 0, R.value("random_ppl_ratio_max"),
+                                    Side::at_most));
         v.details() = {{"spike_channels", channels}, {"layer", S}, {"samples", N}, {"samples_with_spike", samples_with_spike}};
         run.verdict(v);
         run.finish();

@@ -19,8 +19,10 @@ using namespace sinkscope::experiments;
 struct Config {
     std::int64_t samples = 32;        // 32 × 256 tokens: the paired bootstrap runs over 32 independent samples (64 took 5 min)
     std::int64_t seq_len = 256;
-    std::int64_t window = 64;              // W, the cache size
-    std::vector<std::int64_t> sinks{0, 1, 4};  // initial tokens kept
+    // W, the cache size, and the initial tokens kept: the 0+W and 4+(W-4) windows are rule P2's (analysis/rule_table.hpp)
+    std::int64_t window = std::int64_t(analysis::rule("P2").value("window"));
+    std::vector<std::int64_t> sinks{std::int64_t(analysis::rule("P2").value("evicting_sink_tokens")), 1,
+                                    std::int64_t(analysis::rule("P2").value("sink_tokens"))};
 };
 
 // This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
@@ -82,15 +84,21 @@ int main(int argc, char** argv) {
             auto ratio = [](const std::vector<double>& x) { return std::exp(mean_of(x)); };
             return bootstrap_condition(name, ratio(diff), bootstrap(diff, ratio), N, threshold, side);
         };
-        const std::string W = std::to_string(cfg.window), W4 = std::to_string(cfg.window - 4);
+        const analysis::Rule& R = analysis::rule("P2");
+        const std::int64_t evict = std::int64_t(R.value("evicting_sink_tokens")), keep = std::int64_t(R.value("sink_tokens"));
+        const std::string W = std::to_string(cfg.window), W4 = std::to_string(cfg.window - keep);
+        const std::string E0 = std::to_string(evict), K4 = std::to_string(keep);
         Verdict v("P2",
                   "Perplexity on the predictions at positions >= W, ratios with a paired bootstrap over samples (exp of the mean "
                   "per-sample NLL difference): 0+W window / 4+(W-4) window >= 2 (lower bound; convention, paper: 5158 / 5.40 for "
                   "Llama-2-13B at W = 1024), and 4+(W-4) / full attention <= 1.25 (upper bound; convention: 'restores'). On the "
                   "random-init null no token is special, so every window scores alike and the first ratio stays near 1.",
                   kRandomInitNull);
-        v.condition(ratio_condition("perplexity ratio (0+" + W + ") / (4+" + W4 + ")", index_of(0), index_of(4), 2, Side::at_least));
-        v.condition(ratio_condition("perplexity ratio (4+" + W4 + ") / full", index_of(4), index_of(-1), 1.25, Side::at_most));
+        v.registered(R);
+        v.condition(ratio_condition("perplexity ratio (" + E0 + "+" + W + ") / (" + K4 + "+" + W4 + ")", index_of(evict), index_of(keep),
+                                    R.value("eviction_ppl_ratio_min"), Side::at_least));
+        v.condition(ratio_condition("perplexity ratio (" + K4 + "+" + W4 + ") / full", index_of(keep), index_of(-1),
+                                    R.value("restore_ppl_ratio_max"), Side::at_most));
         v.details() = {{"window", cfg.window}, {"samples", N}, {"seq_len", cfg.seq_len}};
         run.verdict(v);
         run.finish();

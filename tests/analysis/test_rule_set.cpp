@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <string>
 
 #include <sinkscope/analysis/rule_table.hpp>
+#include <sinkscope/analysis/spikes.hpp>
 #include <sinkscope/analysis/verdict.hpp>
+#include <sinkscope/core/measures.hpp>
 
 using namespace sinkscope;
 using namespace sinkscope::analysis;
@@ -89,4 +92,32 @@ TEST_CASE("a verdict names its registered rule and hash", "[rule_set]") {
     const auto j = v.to_json();
     CHECK(j["rule_id"] == "P2");
     CHECK(j["rule_hash"] == rule_hash(rule("P2")));
+}
+
+// The experiments read every registered number from the table (Rule::value), except Sun et al.'s 100 / 1000
+// and Gu et al.'s eps, which they use through core/measures.hpp (measures::is_massive, is_sink, the trainer's
+// trace), and Paper B's step windows, which analysis/spikes.hpp's steps_in_windows uses: the table registers
+// those as definitions, and this check keeps the table and the definitions from drifting apart.
+TEST_CASE("values the table takes from core/measures.hpp and analysis/spikes.hpp equal the constants", "[rule_set]") {
+    const std::map<std::string, double> measures_keys{{"sink_eps", measures::kSinkEps},
+                                                      {"massive_abs_min", measures::kMassiveAbs},
+                                                      {"large_abs_min", measures::kMassiveAbs},
+                                                      {"x0_abs_min", measures::kMassiveAbs},
+                                                      {"early_layer_mean_abs_min", measures::kMassiveAbs},
+                                                      {"massive_median_ratio_min", measures::kMassiveRatio}};
+    std::size_t seen = 0;
+    for (const auto& r : rule_table())
+        for (const auto& v : r.values) {
+            INFO("rule " << r.id << ", value " << v.key);
+            if (v.source.rfind("definition: core/measures.hpp", 0) == 0) {
+                REQUIRE(measures_keys.count(v.key) == 1);
+                CHECK(v.value == measures_keys.at(v.key));
+                ++seen;
+            } else if (measures_keys.count(v.key)) {
+                FAIL("a core/measures.hpp key registered with another source: " << v.source);
+            }
+        }
+    CHECK(seen >= 20);
+    CHECK(rule("B1").value("step_up_window_max") == kStepUpWindow);
+    CHECK(rule("B1").value("step_down_window_min") == kStepDownWindow);
 }
