@@ -246,15 +246,15 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < per_sample.size(); ++i) ids.push_back(double(i));
         Verdict vb("B3b",
                    "Preconditions: massive activations after the step-up block in a majority of natural-text samples (Clopper-Pearson "
-                   "lower bound >= 0.5) and at least 10 spike tokens at positions >= 1 (too few to judge otherwise); else not "
-                   "applicable. At positions >= 1 of natural text, delimiter tokens (only punctuation/whitespace) spike at >= 5x the "
+                   "lower bound >= 0.5; else not applicable) and at least 10 spike tokens at positions >= 1 (fewer: inconclusive, "
+                   "the phenomenon is present but too rare to judge). At positions >= 1 of natural text, delimiter tokens (only punctuation/whitespace) spike at >= 5x the "
                    "rate of other tokens (bootstrap over samples, lower bound; convention) and make >= 50% of the spikes there "
                    "(Clopper-Pearson lower bound; convention for 'spikes sit on delimiters').",
                    kRandomInitNull);
         vb.registered(Rb);
         vb.precondition(spike_present(Rb), Outcome::not_applicable);
         vb.precondition(exact_condition("spike tokens at positions >= 1", double(spk_other), NT, Rb.value("spike_tokens_min")),
-                        Outcome::not_applicable);
+                        Outcome::inconclusive);
         vb.condition(bootstrap_condition("delimiter spike rate / other tokens' spike rate (positions >= 1)", rate_ratio(ids),
                                          bootstrap(ids, rate_ratio), NT, Rb.value("delimiter_rate_ratio_min")));
         vb.condition(spk_other > 0 ? rate_condition("share of spikes at positions >= 1 that sit on delimiters", spk_other_delim, spk_other,

@@ -190,7 +190,9 @@ int main(int argc, char** argv) {
         const bool has_base = base_it != chosen.end();
         const std::size_t b = has_base ? std::size_t(base_it - chosen.begin()) : 0;
         json vj = json::array();
-        struct Column { std::string name; std::int64_t agree = 0, scored = 0; };
+        // scored: variants with a paper value; decided: those whose direction is up, down or same (an undecided
+        // one is low power, not disagreement: it is left out of the share, which is over decided variants).
+        struct Column { std::string name; std::int64_t agree = 0, scored = 0, decided = 0; };
         Column sink_col{"sink"}, spike_col{"spike"};
         for (std::size_t i = 0; i < chosen.size(); ++i) {
             const auto& v = chosen[i];
@@ -212,8 +214,8 @@ int main(int argc, char** argv) {
                 row["sink_direction"] = {{"paper", ps}, {"ours", os}, {"ratio", num(rs)}, {"ci", {num(cs.lo), num(cs.hi)}}};
                 row["spike_direction"] = {{"paper", pp}, {"ours", op}, {"ratio", num(rp)}, {"ci", {num(cp.lo), num(cp.hi)}}};
                 // Rows without a paper value are measured, not scored.
-                if (ps != "n/a") { sink_col.scored++; sink_col.agree += ps == os; }
-                if (pp != "n/a") { spike_col.scored++; spike_col.agree += pp == op; }
+                if (ps != "n/a") { sink_col.scored++; sink_col.decided += os != "undecided"; sink_col.agree += ps == os; }
+                if (pp != "n/a") { spike_col.scored++; spike_col.decided += op != "undecided"; spike_col.agree += pp == op; }
             }
             vj.push_back(row);
         }
@@ -225,9 +227,10 @@ int main(int argc, char** argv) {
         const auto& mb = measured[b];
         const std::string band = "Per variant, the ratio of its mean over seeds to the baseline's (paired by seed, bootstrap interval) "
                                  "gives our direction: up when the whole interval lies above 1.2, down below 0.8, same inside [0.8, 1.2], "
-                                 "otherwise undecided (never agrees); the paper's direction is its value over its baseline with the same "
-                                 "+-20% band (convention); variants without a paper value (head_dim_32 spikes, static gates, sink substitutes) are reported, not scored. Reproduced when >= 75% of the variants agree (exact share over the table's "
-                                 "variants; convention).";
+                                 "otherwise undecided; the paper's direction is its value over its baseline with the same "
+                                 "+-20% band (convention); variants without a paper value (head_dim_32 spikes, static gates, sink substitutes) are reported, not scored. "
+                                 "Undecided variants are low power, not disagreement: scored only when >= 8 of the scored variants are decided "
+                                 "(else inconclusive), and reproduced when >= 75% of the decided variants agree (exact share; convention).";
         Verdict vs("B6 (sinks)",
                    "Preconditions (else not shown at this scale): at least 3 seeds per variant; the baseline has a sink, mean sink ratio Sink^0.3_0 over seeds "
                    "with bootstrap lower bound >= 0.05 (convention), and room to go up, upper bound <= 1/1.2 = 0.833 (a +20% rise, "
@@ -244,10 +247,12 @@ int main(int argc, char** argv) {
         vs.precondition(bootstrap_condition("baseline sink ratio (mean over seeds) leaves room for a +20% rise", mean_of(mb.sink), bs, S,
                                             Rs.value("baseline_sink_rate_max"), Side::at_most), Outcome::not_shown);
         vs.precondition(enough_seeds(Rs), Outcome::not_shown);
-        vs.condition(exact_condition("share of variants whose sink direction agrees with the paper",
-                                     sink_col.scored ? double(sink_col.agree) / double(sink_col.scored) : nan, sink_col.scored,
+        vs.precondition(exact_condition("scored variants whose sink direction is decided (up, down or same)", double(sink_col.decided),
+                                        sink_col.scored, Rs.value("decided_variants_min")), Outcome::inconclusive);
+        vs.condition(exact_condition("share of decided variants whose sink direction agrees with the paper",
+                                     sink_col.decided ? double(sink_col.agree) / double(sink_col.decided) : nan, sink_col.decided,
                                      Rs.value("agree_share_min")));
-        vs.details() = {{"agree", sink_col.agree}, {"scored", sink_col.scored}, {"seeds", S}};
+        vs.details() = {{"agree", sink_col.agree}, {"decided", sink_col.decided}, {"scored", sink_col.scored}, {"seeds", S}};
         std::int64_t massive_seeds = 0;
         for (std::int64_t k = 0; k < S; ++k) massive_seeds += mb.massive[std::size_t(k)];
         Verdict vp("B6 (spikes)",
@@ -259,10 +264,12 @@ int main(int argc, char** argv) {
                                         Rp.value("baseline_massive_seed_share_min")),
                         Outcome::not_shown);
         vp.precondition(enough_seeds(Rp), Outcome::not_shown);
-        vp.condition(exact_condition("share of variants whose spike direction agrees with the paper",
-                                     spike_col.scored ? double(spike_col.agree) / double(spike_col.scored) : nan, spike_col.scored,
+        vp.precondition(exact_condition("scored variants whose spike direction is decided (up, down or same)", double(spike_col.decided),
+                                        spike_col.scored, Rp.value("decided_variants_min")), Outcome::inconclusive);
+        vp.condition(exact_condition("share of decided variants whose spike direction agrees with the paper",
+                                     spike_col.decided ? double(spike_col.agree) / double(spike_col.decided) : nan, spike_col.decided,
                                      Rp.value("agree_share_min")));
-        vp.details() = {{"agree", spike_col.agree}, {"scored", spike_col.scored}, {"seeds", S}};
+        vp.details() = {{"agree", spike_col.agree}, {"decided", spike_col.decided}, {"scored", spike_col.scored}, {"seeds", S}};
         if (!has_base) {
             std::cerr << "  no baseline among --variants: no verdict\n";
         } else {

@@ -3,7 +3,8 @@
 
 Usage: check_verdicts.py any|null OUT
   any   every verdict object is well formed: claim, outcome (one of the five), rule, measure, statistic,
-        threshold, ci [lo, hi] with lo <= hi, n, null (the control the rule names), conditions.
+        threshold, ci [lo, hi] with lo <= hi, n, null (the control the rule names), conditions, and the
+        registered rule it applied (rule_id, a 64-digit rule_hash, rule_kind) with the run's rule-set hash.
   null  the run was a null control (--random-init: the model's layout with random weights): no verdict
         may say "reproduced" ("not reproduced", "not applicable" and "inconclusive" are allowed;
         experiments that train their own model may say "not shown at this scale": no trained structure
@@ -17,6 +18,7 @@ import sys
 
 OUTCOMES = {"reproduced", "not reproduced", "not shown at this scale", "not applicable", "inconclusive"}
 NULL_OK = {"not reproduced", "not applicable", "inconclusive"}
+HEX = set("0123456789abcdef")
 TRAINS_ITS_OWN_MODEL = {"a4_training_trace", "a4_scale_sweep", "b6_ablations"}
 
 
@@ -47,6 +49,13 @@ def problems(v, mode, experiment):
         out.append(f"n must be a non-negative integer, got {v['n']!r}")
     if not isinstance(v["conditions"], list):
         out.append("conditions must be a list")
+    if not isinstance(v.get("rule_id"), str) or not v["rule_id"]:
+        out.append("the verdict names no registered rule (rule_id): Verdict::registered(analysis::rule(...))")
+    h = v.get("rule_hash", "")
+    if not (isinstance(h, str) and len(h) == 64 and set(h) <= HEX):
+        out.append(f"rule_hash must be 64 hex digits, got {h!r}")
+    if v.get("rule_kind") not in ("claim", "control"):
+        out.append(f"rule_kind must be 'claim' or 'control', got {v.get('rule_kind')!r}")
     if mode == "null":
         allowed = NULL_OK | ({"not shown at this scale"} if experiment in TRAINS_ITS_OWN_MODEL else set())
         if v["outcome"] not in allowed:
@@ -74,6 +83,10 @@ def main():
         print(f"check_verdicts: {path} has an empty verdict list")
         return 1
     failed = False
+    rs = meta.get("rule_set", {})
+    if not (isinstance(rs, dict) and isinstance(rs.get("hash"), str) and len(rs["hash"]) == 64):
+        print(f"check_verdicts: {path} records no rule-set hash (meta.json 'rule_set': {{'version', 'hash'}})")
+        failed = True
     for v in verdicts:
         p = problems(v, mode, meta.get("experiment", ""))
         claim = v.get("claim", "?")

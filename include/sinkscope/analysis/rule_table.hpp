@@ -11,7 +11,7 @@
 
 namespace sinkscope::analysis {
 
-inline constexpr const char* kRuleSetVersion = "2";
+inline constexpr const char* kRuleSetVersion = "3";
 
 // One row per rule, in the order the experiments run (A1 … A4-scale, B1 … B6, C1 … C3, P1, P2).
 //   id        the claim string the experiment passes to Verdict(...) where it is a short id; where it
@@ -80,8 +80,8 @@ inline const std::vector<Rule>& rule_table() {
              /*experiment*/ "a1_bos_ablation",
              /*kind*/ "claim",
              /*scope*/ "A1's recipe trained with a sliding window, measured at T = window (where the window does not bind): "
-                      "Sink^eps_0 over all layers (from layer 0) per sample, with and without BOS. Whether the full-attention "
-                      "model also collapses is a detail outside the rule.",
+                      "Sink^eps_0 over all layers (from layer 0) per sample, with and without BOS; the same on its "
+                      "full-attention twin (the A1 model, trained alike), which must not collapse (Paper A's contrast).",
              /*values*/
                  {
                      {"window", 32, "locator", "convention: w < T; >= 16, below which uniform attention's alpha0 exceeds eps"},  // a1_bos_ablation.cpp:54 (Config), measured at T = window :271
@@ -89,8 +89,10 @@ inline const std::vector<Rule>& rule_table() {
                      {"sink_eps", 0.3, "locator", "definition: core/measures.hpp (Gu et al.'s eps)"},  // a1_bos_ablation.cpp:65 (kSinkPresent), used as eps :118
                      {"with_bos_sink_rate_min", 0.3, ">=", "convention: a sink to remove"},  // a1_bos_ablation.cpp:65 (kSinkPresent), used :125 via :293
                      {"collapse_ratio_max", 0.5, "<=", "convention: loses at least half; Paper A: Mistral 87 % -> 2 %, ratio ~0.02"},  // a1_bos_ablation.cpp:68, used :294
+                     {"full_attention_ratio_min", 0.5, ">=", "convention: the twin keeps at least half; Paper A: the window collapses where full attention 'recovers to near its with-BOS level'"},  // a1_bos_ablation.cpp (twin_ratio)
                  },
-             /*preconditions*/ {{"with-BOS Sink^0.3_0[0:] (mean over samples)", "not shown at this scale"}},
+             /*preconditions*/ {{"with-BOS Sink^0.3_0[0:] (mean over samples)", "not shown at this scale"},
+                                {"full-attention twin: with-BOS Sink^0.3_0[0:] (mean over samples)", "not shown at this scale"}},
              /*outcomes*/ {{"every condition holds", "reproduced"},
                           {"a condition fails", "not reproduced"},
                           {"a precondition fails", "not shown at this scale"},
@@ -370,12 +372,12 @@ inline const std::vector<Rule>& rule_table() {
                      {"massive_abs_min", 100.0, "locator", "definition: core/measures.hpp (Sun et al.: |x| > 100)"},  // spikes.hpp:46, used b3_vocab_position0.cpp:108
                      {"massive_median_ratio_min", 1000.0, "locator", "definition: core/measures.hpp (Sun et al.: |x| >= 1000 x median |x|)"},  // spikes.hpp:47, used b3_vocab_position0.cpp:108
                      {"spike_present_share_min", 0.5, ">=", "convention: the spike is present in most samples"},  // b3_vocab_position0.cpp:205
-                     {"spike_tokens_min", 10, "minimum", "convention: too few to judge otherwise"},  // b3_vocab_position0.cpp:247
+                     {"spike_tokens_min", 10, "minimum", "convention: fewer are too few to judge (inconclusive: present but rare, not absent)"},  // b3_vocab_position0.cpp:247
                      {"delimiter_rate_ratio_min", 5, ">=", "convention"},  // b3_vocab_position0.cpp:249
                      {"delimiter_share_min", 0.5, ">=", "convention: Paper B, spikes 'sit on delimiters'"},  // b3_vocab_position0.cpp:250-251
                  },
              /*preconditions*/ {{"share of natural-text samples with a massive activation after the step-up block", "not applicable"},
-                               {"spike tokens at positions >= 1", "not applicable"}},
+                               {"spike tokens at positions >= 1", "inconclusive"}},
              /*outcomes*/ {{"every condition holds", "reproduced"},
                           {"a condition fails", "not reproduced"},
                           {"a precondition fails", "not applicable"},
@@ -448,15 +450,17 @@ inline const std::vector<Rule>& rule_table() {
                      {"direction_up_ratio", 1.2, "locator", "convention: 'up' when the interval lies above, 'same' needs it at or below"},  // b6_ablations.cpp:171, :173
                      {"direction_down_ratio", 0.8, "locator", "convention: 'down' when the interval lies below, 'same' needs it at or above"},  // b6_ablations.cpp:172, :173
                      {"paper_same_band", 0.2, "locator", "convention: the paper's value within +-20 % of its baseline is 'same'"},  // b6_ablations.cpp:168
-                     {"agree_share_min", 0.75, ">=", "convention"},  // b6_ablations.cpp:231
+                     {"agree_share_min", 0.75, ">=", "convention: share of the decided variants"},  // b6_ablations.cpp:231
+                     {"decided_variants_min", 8, "minimum", "convention: 8 of the paper's 12 scored variants decided (up, down or same); fewer: inconclusive"},
                  },
              /*preconditions*/ {{"baseline sink ratio (mean over seeds) has a sink", "not shown at this scale"},
                                {"baseline sink ratio (mean over seeds) leaves room for a +20% rise", "not shown at this scale"},
-                               {"seeds per variant (at least 3 for an interval across seeds)", "not shown at this scale"}},
+                               {"seeds per variant (at least 3 for an interval across seeds)", "not shown at this scale"},
+                               {"scored variants whose direction is decided (up, down or same)", "inconclusive"}},
              /*outcomes*/ {{"every condition holds", "reproduced"},
                           {"a condition fails", "not reproduced"},
                           {"a precondition fails", "not shown at this scale"},
-                          {"a variant's interval is neither up, down nor same", "'undecided': never agrees with the paper"},
+                          {"a variant's interval is neither up, down nor same", "'undecided': left out of the share (low power, not disagreement)"},
                           {"no scored variant", "the share reads an exact NaN and fails"},
                           {"no baseline among --variants", "no verdict written"}}},
 
@@ -475,14 +479,16 @@ inline const std::vector<Rule>& rule_table() {
                      {"direction_up_ratio", 1.2, "locator", "convention: 'up' when the interval lies above, 'same' needs it at or below"},  // b6_ablations.cpp:171, :173
                      {"direction_down_ratio", 0.8, "locator", "convention: 'down' when the interval lies below, 'same' needs it at or above"},  // b6_ablations.cpp:172, :173
                      {"paper_same_band", 0.2, "locator", "convention: the paper's value within +-20 % of its baseline is 'same'"},  // b6_ablations.cpp:168
-                     {"agree_share_min", 0.75, ">=", "convention"},  // b6_ablations.cpp:243
+                     {"agree_share_min", 0.75, ">=", "convention: share of the decided variants"},  // b6_ablations.cpp:243
+                     {"decided_variants_min", 8, "minimum", "convention: 8 of the paper's 12 scored variants decided (up, down or same); fewer: inconclusive"},
                  },
              /*preconditions*/ {{"share of baseline seeds with a massive activation", "not shown at this scale"},
-                               {"seeds per variant (at least 3 for an interval across seeds)", "not shown at this scale"}},
+                               {"seeds per variant (at least 3 for an interval across seeds)", "not shown at this scale"},
+                               {"scored variants whose direction is decided (up, down or same)", "inconclusive"}},
              /*outcomes*/ {{"every condition holds", "reproduced"},
                           {"a condition fails", "not reproduced"},
                           {"a precondition fails", "not shown at this scale"},
-                          {"a variant's interval is neither up, down nor same", "'undecided': never agrees with the paper"},
+                          {"a variant's interval is neither up, down nor same", "'undecided': left out of the share (low power, not disagreement)"},
                           {"no scored variant", "the share reads an exact NaN and fails"},
                           {"no baseline among --variants", "no verdict written"}}},
 
