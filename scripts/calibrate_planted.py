@@ -39,7 +39,7 @@ def run(cmd, log):
 
 
 def outcomes(meta_path):
-    """{rule id: (outcome, decided_by, failed conditions)} from an experiment's meta.json."""
+    """{rule id (the registered rule_id): (outcome, decided_by, failed conditions)} from an experiment's meta.json."""
     with open(meta_path) as f:
         meta = json.load(f)
     v = meta.get("verdict", [])
@@ -49,7 +49,7 @@ def outcomes(meta_path):
     for x in v:
         failed = [{"name": c["name"], "value": c.get("value"), "ci": c.get("ci"), "threshold": c.get("threshold")}
                   for c in x.get("conditions", []) + x.get("preconditions", []) if not c.get("holds", True)]
-        out[x["claim"]] = {"outcome": x["outcome"], "decided_by": x.get("decided_by", ""), "failed": failed}
+        out[x.get("rule_id", x["claim"])] = {"outcome": x["outcome"], "decided_by": x.get("decided_by", ""), "failed": failed}
     return out
 
 
