@@ -84,7 +84,7 @@ int prepare_text(const std::string& in, const std::string& out) {
 
 void print_summary(const train::TraceRecord& r, const model::Config& c) {
     std::cout << "\ntrace at step " << r.step << " (validation loss " << std::fixed << std::setprecision(4) << r.val_loss
-              << ", eps = 0.3):\n"
+              << ", eps = " << std::setprecision(2) << measures::kSinkEps << std::setprecision(4) << "):\n"
               << " layer  sink_rate  mean_alpha0   top1 |x| (ch, pos)   top2      top3     median|x|  |x_0|     mean|x_t>0|\n";
     for (std::size_t l = 0; l < r.layers.size(); ++l) {
         const auto& L = r.layers[l];
