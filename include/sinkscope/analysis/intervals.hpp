@@ -8,6 +8,11 @@
 //                              percentile interval [q_{α/2}, q_{1−α/2}] of stat(x*) over B resamples x*
 //                              of x drawn with replacement (std::mt19937_64 seeded by `seed`).
 //   bootstrap_ratio(x, y, …)   the same for mean(x*) / mean(y*) with paired resamples (x_i, y_i).
+//   bootstrap_two_stage(groups, stat, c, B, seed)
+//                              values grouped by training seed: each resample draws G groups with
+//                              replacement, then within each drawn group its n_g values with replacement,
+//                              and applies stat to the pooled draw. The top stage carries the spread
+//                              between seeds, which one-stage resampling of the pooled values misses.
 //
 // Units: every resampled unit must be independent (a text sample, a seed), not a (layer, head) of the
 // same sample. Rates whose units are not independent (Gu's sink rate pools the heads of one sample)
@@ -111,6 +116,41 @@ inline Interval bootstrap_ratio(const std::vector<double>& x, const std::vector<
         double sx = 0, sy = 0;
         for (std::size_t i = 0; i < x.size(); ++i) { const std::size_t j = pick(rng); sx += x[j]; sy += y[j]; }
         stats.push_back(sy != 0 ? sx / sy : (sx == 0 ? 0.0 : std::copysign(INFINITY, sx)));
+    }
+    std::sort(stats.begin(), stats.end());
+    const double a = 1 - confidence;
+    return {detail::sorted_quantile(stats, a / 2), detail::sorted_quantile(stats, 1 - a / 2)};
+}
+
+// Two-stage (hierarchical) percentile bootstrap over groups of values: groups[g] holds the per-sample
+// values of training seed g. Resample b draws G = groups.size() group indices g*_1..g*_G uniformly with
+// replacement, then for each g*_i draws n_{g*_i} values of that group with replacement; the statistic is
+// applied to the concatenation. With one value per group it is the ordinary bootstrap over groups.
+// Resampling both stages counts the within-seed variance twice (Var* ≈ τ̂²/G + 2σ²/(G n)): conservative,
+// by √2 in width when seeds do not differ at all, and to first order exact when τ² ≫ σ²/n.
+inline Interval bootstrap_two_stage(const std::vector<std::vector<double>>& groups, const Statistic& stat = mean_of,
+                                    double confidence = kConfidence, int resamples = kBootstrapResamples,
+                                    std::uint64_t seed = kBootstrapSeed) {
+    require(!groups.empty(), "bootstrap_two_stage: no groups (seeds)");
+    require(confidence > 0 && confidence < 1 && resamples >= 100, "bootstrap_two_stage: confidence in (0, 1) and >= 100 resamples");
+    std::size_t total = 0;
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        require(!groups[g].empty(), "bootstrap_two_stage: group " + std::to_string(g) + " is empty");
+        detail::require_finite(groups[g], "bootstrap_two_stage");
+        total += groups[g].size();
+    }
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<std::size_t> pick_group(0, groups.size() - 1);
+    std::vector<double> stats(resamples), pooled;
+    pooled.reserve(total * 2);
+    for (int b = 0; b < resamples; ++b) {
+        pooled.clear();
+        for (std::size_t i = 0; i < groups.size(); ++i) {
+            const auto& x = groups[pick_group(rng)];
+            std::uniform_int_distribution<std::size_t> pick(0, x.size() - 1);
+            for (std::size_t j = 0; j < x.size(); ++j) pooled.push_back(x[pick(rng)]);
+        }
+        stats[b] = stat(pooled);
     }
     std::sort(stats.begin(), stats.end());
     const double a = 1 - confidence;
