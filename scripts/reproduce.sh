@@ -5,7 +5,8 @@
 #   3. run every experiment at its default size, one after another, with progress per experiment
 #      (outputs in out/<experiment>/: .npy/.csv data and meta.json with config, seed, git revision, timings)
 #   4. run the null controls: every experiment at its test size on random weights in the same layout
-#      (--random-init 1, outputs in out/null/); each rule must say "not reproduced" or "not applicable" there
+#      (--random-init 1, outputs in out/null/); each rule must say "not reproduced" or "not applicable" there;
+#      then at nine more seeds, for each rule's false-positive rate with its exact interval (out/null_seeds/)
 #   5. calibrate the rules on planted models (scripts/calibrate_planted.py: a planted mechanism, its twin
 #      with the mechanism off, random weights; out/calibration/)
 #   6. make the figures and the report (scripts/make_report.py, matplotlib in .venv): the verdicts are
@@ -127,6 +128,16 @@ if ((null)); then
       failed+=("null:$e")
     fi
   done
+  # The same null control at nine more random seeds: each rule's false-positive rate with its exact
+  # interval (out/null_seeds/null_rates.json; seed 1 is the run above).
+  nseeds=$([[ $size == smoke ]] && echo 2 || echo 10)
+  echo "== [null controls] false-positive rates over $nseeds random seeds: out/null_seeds/"
+  rm -rf out/null_seeds
+  if ! "$py" scripts/null_rates.py --build "$bdir" --out out/null_seeds --seeds "$nseeds" --jobs "$jobs" --seed1 out/null \
+       "${experiments[@]}" > out/null_seeds.log 2>&1; then
+    echo "reproduce: the null seeds failed (see out/null_seeds.log)" >&2
+    failed+=("null_seeds")
+  fi
 fi
 
 echo "== [calibration] the rules on a planted massive activation, its twin and random weights: out/calibration/"
