@@ -259,7 +259,7 @@ template <class Unpack>
 inline void unpack_rows(Panel& p, const QuantMatrix& W, int group, std::int64_t r0, Unpack unpack) {
     const std::int64_t K = W.cols, be = io::block_elements(W.type), bb = io::block_bytes(W.type);
     const std::int64_t groups = K / group, gpb = be / group;
-    float gb[16], cb[16];
+    float gb[16] = {}, cb[16] = {};  // an unpacker fills the first be/group entries
     for (int r = 0; r < kPanelRows; ++r) {
         std::uint8_t* ur = p.tmp.data() + r * K;
         if (r0 + r >= W.rows) {  // padding row past the end of W: contributes 0
