@@ -253,6 +253,10 @@ struct OneDnn {
         std::unordered_map<int, dnnl::memory> args;  // handles of a, b and c (the same objects), built once
     };
     std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, bool, bool, bool>, Product> cache;
+    // oneDNN has no bf16 matmul for CPUs without bf16 or AVX-512 instructions (oneDNN 2.6 on an AVX2-only
+    // host: "could not create a primitive descriptor"); from the first such refusal on, products run
+    // through portable_bf16_matmul (the same arithmetic at float32 speed).
+    bool portable = false;
 #endif
     Bf16Bits a, b;
     // bf16 copies of weight operands in the current epoch, by address (cleared when the epoch changes).
@@ -294,12 +298,34 @@ inline const std::uint16_t* operand_bits(OneDnn& o, Bf16Bits& scratch, const Mat
 }
 
 #ifdef SINKSCOPE_HAVE_ONEDNN
+// The same product without bf16 instructions: every bf16 operand widened to float32 exactly (a bf16 value
+// is a float32 with its low 16 bits zero) and multiplied in float32, so the result obeys the error bound at
+// the top of this file. Used where oneDNN offers no bf16 matmul for the CPU.
+inline void portable_bf16_matmul(float* C, std::int64_t ldc, const std::uint16_t* a_bits, bool at,
+                                 const std::uint16_t* b_bits, bool bt, std::int64_t M, std::int64_t N, std::int64_t K,
+                                 bool accumulate) {
+    using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    // Operand storage as packed: row-major, or column-major (entry (i, k) at i + k·rows) when transposed.
+    auto widen = [](const std::uint16_t* bits, bool transposed, std::int64_t rows, std::int64_t cols) {
+        RowMajor out(rows, cols);
+        for (std::int64_t i = 0; i < rows; ++i)
+            for (std::int64_t j = 0; j < cols; ++j)
+                out(i, j) = from_bf16_bits(transposed ? bits[i + j * rows] : bits[i * cols + j]);
+        return out;
+    };
+    const RowMajor a = widen(a_bits, at, M, K), b = widen(b_bits, bt, K, N);
+    Eigen::Map<RowMajor, 0, Eigen::OuterStride<>> c(C, M, N, Eigen::OuterStride<>(ldc));
+    if (accumulate) c.noalias() += a * b;
+    else c.noalias() = a * b;
+}
+
 // C (M × N, rows of stride ldc) = / += A · B with both operands already bf16 bits: A (M × K) row-major, or
 // column-major when `at`; B (K × N) likewise with `bt`.
 inline void run_bf16_matmul(OneDnn& o, float* C, std::int64_t ldc, const std::uint16_t* a_bits, bool at,
                             const std::uint16_t* b_bits, bool bt, std::int64_t M, std::int64_t N, std::int64_t K,
                             bool accumulate) {
     using dnnl::memory;
+    if (o.portable) return portable_bf16_matmul(C, ldc, a_bits, at, b_bits, bt, M, N, K, accumulate);
     if (ldc != N) {
         // oneDNN's AMX kernels (brgemm) take only a dense C: a strided one (a block of a wider matrix, such
         // as one head's columns of z or a row block of the pattern) sends the product to the generic
@@ -328,12 +354,19 @@ inline void run_bf16_matmul(OneDnn& o, float* C, std::int64_t ldc, const std::ui
             ops.append_sum(1.0f);
             attr.set_post_ops(ops);
         }
+        dnnl::matmul::primitive_desc pd;
+        try {
 #if DNNL_VERSION_MAJOR >= 3
-        const dnnl::matmul::primitive_desc pd(o.engine, ad, bd, cd, attr);
+            pd = dnnl::matmul::primitive_desc(o.engine, ad, bd, cd, attr);
 #else
-        // oneDNN 2.x: operation descriptor, then primitive descriptor (the 3.x API folds them together).
-        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, o.engine);
+            // oneDNN 2.x: operation descriptor, then primitive descriptor (the 3.x API folds them together).
+            pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), attr, o.engine);
 #endif
+        } catch (const dnnl::error& e) {
+            if (e.status != dnnl_unimplemented) throw;
+            o.portable = true;  // no bf16 matmul for this CPU: the portable product from now on
+            return portable_bf16_matmul(C, ldc, a_bits, at, b_bits, bt, M, N, K, accumulate);
+        }
         OneDnn::Product p{dnnl::matmul(pd), memory(ad, o.engine, DNNL_MEMORY_NONE), memory(bd, o.engine, DNNL_MEMORY_NONE),
                           memory(cd, o.engine, DNNL_MEMORY_NONE), {}};
         p.args = {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
