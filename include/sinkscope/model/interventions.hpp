@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -240,15 +241,17 @@ inline std::vector<std::string> patch_site_names(const std::vector<PatchSite>& s
     return names;
 }
 
-// Patches every site from `source` (a cache of a run over a sequence of the same length, holding
-// patch_site_names(sites)) in one forward: x[site] ← x_source[site], the other entries untouched. The
-// cache's activations are copied at registration. In forward_batch (shapes [batch, …]) the positions
-// apply in every sequence, from a source captured by a forward_batch of the same shape.
+// Patches every site from `source` (a cache of a run over a sequence of the same length, or its
+// all(), holding patch_site_names(sites)) in one forward: x[site] ← x_source[site], the other entries
+// untouched. The source's activations are copied at registration. In forward_batch (shapes [batch, …])
+// the positions apply in every sequence, from a source captured by a forward_batch of the same shape.
 template <class T>
-void patch_sites(HookSet<T>& hooks, const std::vector<PatchSite>& sites, const ActivationCache<T>& source) {
+void patch_sites(HookSet<T>& hooks, const std::vector<PatchSite>& sites, const std::map<std::string, Captured<T>>& source) {
     for (const PatchSite& site : sites) {
         const std::string name = site.name();
-        auto src = std::make_shared<Captured<T>>(source[name]);
+        const auto found = source.find(name);
+        require(found != source.end(), "patch_sites: the source has no '" + name + "' (capture patch_site_names(sites))", {"", name, {}});
+        auto src = std::make_shared<Captured<T>>(found->second);
         const HookSpec* spec = detail::spec_of(name);
         const bool pattern = spec && (spec->id == HookId::pattern || spec->id == HookId::attn_scores);
         hooks.add(name, [site, src, pattern](const std::string& n, ActivationRef<T>& x) {
@@ -284,6 +287,11 @@ void patch_sites(HookSet<T>& hooks, const std::vector<PatchSite>& sites, const A
                 }
         });
     }
+}
+
+template <class T>
+void patch_sites(HookSet<T>& hooks, const std::vector<PatchSite>& sites, const ActivationCache<T>& source) {
+    patch_sites(hooks, sites, source.all());
 }
 
 }  // namespace sinkscope::model
