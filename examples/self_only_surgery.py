@@ -8,7 +8,8 @@ position's attention output becomes position 0's, per head), and measures after 
 
   spike_share   the share of positions t >= 1 whose spike channel c* carries at least half of position 0's
                 clean spike, sign included: sign(x_0[c*]) x_t[c*] >= 0.5 |x_0[c*]| (C2's locator, measured
-                here, not judged: the C2 rule of the verdict table is not involved)
+                here, not judged: the C2 rule of the verdict table is not involved); it means something
+                from the block where position 0's spike appears on (before it, |x_0[c*]| is small)
   norm_ratio    the median over positions t >= 1 of ||x_t|| / ||x_0||
   alpha0        the mean attention that queries t >= 1 pay to position 0 (over heads and samples)
 
