@@ -136,9 +136,11 @@ TEST_CASE("scale_channels is a dose: 1 is the identity, 0 zero-ablation, and mlp
     CHECK((out0 - out1).row(0).cwiseAbs().maxCoeff() == 0.0);
     CHECK((out0 - out1).row(1).cwiseAbs().maxCoeff() > 1e-6);
 
-    HookSet<double> bad;
+    HookSet<double> bad, not_positions;
     scale_channels<double>(bad, post, {c.d_ff}, 0.5);
+    scale_channels<double>(not_positions, "blocks.0.attn.hook_pattern", {0}, 0.5);  // [head, query, key]: force_pattern's
     CHECK_THROWS_AS(forward(c, w, kTokens, &bad), sinkscope::Error);
+    CHECK_THROWS_AS(forward(c, w, kTokens, &not_positions), sinkscope::Error);
 }
 
 TEST_CASE("scale_heads is a dose on a head's share of hook_attn_out", "[model][interventions]") {

@@ -57,6 +57,8 @@ inline std::size_t table_rank(const HookSpec& s) {
 template <class T>
 PositionRows position_rows(const std::string& name, const ActivationRef<T>& x) {
     const HookSpec* s = spec_of(name);
+    require(!s || std::string(s->shape).rfind("[pos", 0) == 0, "intervention: " + name + " is not a [pos, …] activation",
+            {"", name, {}});
     const std::size_t rank = s ? table_rank(*s) : x.shape.size();
     const bool batched = x.shape.size() == rank + 1;
     require(x.shape.size() == rank || batched, "intervention: " + name + " has an unexpected shape", {"", name, {}});
