@@ -1,6 +1,7 @@
-// The sinkscope transformer: config, weights, forward pass with hooks, interventions, reducers, loaders,
-// and xtensor views of captured activations (model::view).
+// The sinkscope transformer: config, weights, forward pass with hooks, interventions and attention surgery,
+// reducers, loaders, and xtensor views of captured activations (model::view).
 #pragma once
+#include "sinkscope/model/attention_surgery.hpp"
 #include "sinkscope/model/batch.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/forward.hpp"

@@ -7,6 +7,7 @@
     cache["blocks.11.hook_resid_post"]                                # numpy float32, (pos, d_model)
     def clamp(x, name): x[:, 507] = 0.0                               # in place, or return a new array
     logits = m.run_with_hooks(ids, fwd_hooks=[("blocks.10.hook_resid_post", clamp)])
+    logits = m.run_with_hooks(ids, fwd_hooks=[sinkscope.self_only_attention(0, queries=[3])])   # C++ interventions
 
 Shapes are the C++ hook table's (`m.hook_names()`; docs/hooks-and-interventions.md, "Hook points"): 1-D ids run one sequence
 (model::forward) and give [pos, ...]; 2-D ids (batch, pos) run model::forward_batch and give [batch, pos, ...]
@@ -35,25 +36,147 @@ from . import _sinkscope as _C
 from ._sinkscope import Error, cone_expected_norm_sq  # noqa: F401  (re-exported)
 
 __version__ = _C.__version__
-__all__ = ["Error", "Model", "load", "zero_ablate_channels", "channel_frobenius_norms", "channel_spectrum", "fit_cone",
-           "cone_expected_norm_sq"]
+__all__ = ["Error", "Model", "load", "zero_ablate_channels", "scale_channels", "scale_heads", "force_pattern",
+           "self_only_attention", "attend_only_to", "PatchSite", "patch_site_names", "patch_sites",
+           "channel_frobenius_norms", "channel_spectrum", "fit_cone", "cone_expected_norm_sq"]
 
 NamesFilter = Union[None, str, Sequence[str], Callable[[str], bool]]
 Hook = Callable[[np.ndarray, str], Optional[np.ndarray]]
 
 
-class zero_ablate_channels:
+def _ints(xs) -> list:
+    return [] if xs is None else [int(x) for x in np.asarray(xs).ravel()]
+
+
+class _Intervention:
+    """A C++ intervention for `fwd_hooks`: run_with_hooks / run_with_cache register it on the forward's
+    C++ hooks, where it runs before every Python hook (at its name, in the order given)."""
+
+    def _register(self, native):
+        raise NotImplementedError
+
+
+class zero_ablate_channels(_Intervention):
     """The C++ intervention model::zero_ablate_channels, for `fwd_hooks`: x[t, c] = 0 for the channels at the
     positions (all positions if None) of a [pos, d] hook. With 2-D ids it indexes the first dimension, as
     the C++ does (use a Python hook for batches). It runs before the Python hooks at the same name."""
 
     def __init__(self, name: str, channels: Iterable[int], positions: Optional[Iterable[int]] = None):
         self.name = name
-        self.channels = [int(c) for c in channels]
-        self.positions = [] if positions is None else [int(p) for p in positions]
+        self.channels = _ints(channels)
+        self.positions = _ints(positions)
 
-    def _native(self):
-        return _C._Intervention(self.name, self.channels, self.positions)
+    def _register(self, native):
+        native.zero_ablate_channels(self.name, self.channels, self.positions)
+
+
+class scale_channels(_Intervention):
+    """model::scale_channels, a dose: x[t, c] *= factor for the channels at the positions (all if None) of a
+    [pos, d] hook (`name`, e.g. "blocks.3.mlp.hook_post"). factor 0 is zero-ablation, 1 the identity. With
+    2-D ids the positions apply in every sequence."""
+
+    def __init__(self, name: str, channels: Iterable[int], factor: float, positions: Optional[Iterable[int]] = None):
+        self.name, self.channels, self.factor, self.positions = name, _ints(channels), float(factor), _ints(positions)
+
+    def _register(self, native):
+        native.scale_channels(self.name, self.channels, self.factor, self.positions)
+
+
+class scale_heads(_Intervention):
+    """model::scale_heads, a dose on heads: blocks.{layer}.attn.hook_z[t, h, :] *= factor at the positions (all
+    if None). factor 0 removes the heads' share of hook_attn_out, 1 is the identity."""
+
+    def __init__(self, layer: int, heads: Iterable[int], factor: float, positions: Optional[Iterable[int]] = None):
+        self.layer, self.heads, self.factor, self.positions = int(layer), _ints(heads), float(factor), _ints(positions)
+
+    def _register(self, native):
+        native.scale_heads(self.layer, self.heads, self.factor, self.positions)
+
+
+class force_pattern(_Intervention):
+    """model::force_pattern: rows of blocks.{layer}.attn.hook_pattern replaced before they multiply V.
+    `pattern` is one row (key_pos,) of non-negative weights for every chosen (head, query), or an array of
+    the layer's pattern shape ([head, query_pos, key_pos]; e.g. another run's cached pattern), whose rows
+    are taken at the chosen heads and queries (None: all). Each row is renormalised over the keys the query
+    can see (0..t) to sum to 1, or, with keep_mass, to what the model's row summed to (a sink slot keeps
+    its share). The forward then computes z = pattern @ V from the new rows."""
+
+    def __init__(self, layer: int, pattern, heads: Optional[Iterable[int]] = None,
+                 queries: Optional[Iterable[int]] = None, keep_mass: bool = False):
+        self.layer, self.heads, self.queries, self.keep_mass = int(layer), _ints(heads), _ints(queries), bool(keep_mass)
+        self.pattern = np.ascontiguousarray(pattern, dtype=np.float32)
+        if self.pattern.ndim not in (1, 3, 4):
+            raise Error(f"sinkscope: force_pattern takes a row (key_pos,) or a pattern [head, query, key], "
+                        f"not a {self.pattern.ndim}-D array")
+
+    def _register(self, native):
+        native.force_pattern(self.layer, self.pattern, self.heads, self.queries, self.keep_mass)
+
+
+class self_only_attention(_Intervention):
+    """model::self_only_attention: each chosen query t (None: all) of the chosen heads (None: all) of block
+    `layer` attends only to itself, so hook_z[t, h] = hook_v[t, h's kv head] (what position 0 does anyway)."""
+
+    def __init__(self, layer: int, heads: Optional[Iterable[int]] = None, queries: Optional[Iterable[int]] = None):
+        self.layer, self.heads, self.queries = int(layer), _ints(heads), _ints(queries)
+
+    def _register(self, native):
+        native.self_only_attention(self.layer, self.heads, self.queries)
+
+
+class attend_only_to(_Intervention):
+    """model::attend_only_to: each chosen query t >= key attends only to position `key`, so
+    hook_z[t, h] = hook_v[key, h's kv head]; queries before the key keep their rows."""
+
+    def __init__(self, layer: int, key: int, heads: Optional[Iterable[int]] = None, queries: Optional[Iterable[int]] = None):
+        self.layer, self.key, self.heads, self.queries = int(layer), int(key), _ints(heads), _ints(queries)
+
+    def _register(self, native):
+        native.attend_only_to(self.layer, self.key, self.heads, self.queries)
+
+
+class PatchSite:
+    """One site of patch_sites (model::PatchSite): the entries of `hook` (a full name, or a short name such as
+    "resid_post", "z", "pattern" with `layer`) at positions x heads x channels (None: all). [pos, d] hooks
+    take positions and channels; [pos, head, d_head] hooks (q, k, v, z) positions, heads and channels of
+    d_head; the pattern and scores query positions and heads."""
+
+    def __init__(self, hook: str, layer: Optional[int] = None, positions=None, heads=None, channels=None):
+        s = _C._PatchSite()
+        s.hook, s.layer = str(hook), -1 if layer is None else int(layer)
+        s.positions, s.heads, s.channels = _ints(positions), _ints(heads), _ints(channels)
+        self._site = s
+        self.name = s.name()   # the full hook name
+
+    def __repr__(self):
+        s = self._site
+        return f"PatchSite({self.name!r}, positions={s.positions}, heads={s.heads}, channels={s.channels})"
+
+
+def patch_site_names(sites: Sequence[PatchSite]) -> list:
+    """The hook names a source run must capture for `sites` (run_with_cache(..., names=patch_site_names(sites)))."""
+    names = []
+    for s in sites:
+        if s.name not in names:
+            names.append(s.name)
+    return names
+
+
+class patch_sites(_Intervention):
+    """model::patch_sites: every site patched from `source` (a run_with_cache cache of a sequence of the same
+    length holding patch_site_names(sites)) in one forward; the other entries are left as they are."""
+
+    def __init__(self, sites: Sequence[PatchSite], source: dict):
+        self.sites = list(sites)
+        names = patch_site_names(self.sites)
+        missing = [n for n in names if n not in source]
+        if missing:
+            raise Error(f"sinkscope: patch_sites: the source has no {missing} (capture patch_site_names(sites))")
+        self.source_names = names
+        self.source = [np.ascontiguousarray(source[n], dtype=np.float32) for n in names]
+
+    def _register(self, native):
+        native.patch_sites([s._site for s in self.sites], self.source_names, self.source)
 
 
 def _wrap_hook(fn: Hook):
@@ -134,10 +257,10 @@ class Model:
 
     def _run(self, ids, lengths, capture, fwd_hooks, return_logits):
         a2, batched, lens = self._ids(ids, lengths)
-        py_hooks, native = [], []
+        py_hooks, native = [], _C._NativeHooks()
         for h in fwd_hooks:
-            if isinstance(h, zero_ablate_channels):
-                native.append(h._native())
+            if isinstance(h, _Intervention):
+                h._register(native)
                 continue
             name, fn = h
             if not callable(fn):
@@ -160,8 +283,9 @@ class Model:
     def run_with_hooks(self, ids, fwd_hooks=(), lengths=None, return_logits: bool = True):
         """The logits with hooks: fwd_hooks is a list of (name, fn) with fn(x, name), x a view of the live
         activation (valid only during the call) to edit in place, or fn returns a new array of x's shape;
-        and of zero_ablate_channels(...) interventions. Hooks run in order; a hook that raises stops the
-        forward and its exception propagates."""
+        and of C++ interventions (zero_ablate_channels, scale_channels, scale_heads, force_pattern,
+        self_only_attention, attend_only_to, patch_sites), which run before the Python hooks. Hooks run in
+        order; a hook that raises stops the forward and its exception propagates."""
         return self._run(ids, lengths, [], list(fwd_hooks), return_logits)[0]
 
     def stats(self, texts=None, *, seq_len: int = 64, eps: float = 0.3, bos: bool = False, samples: int = 0,

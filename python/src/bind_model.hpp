@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -28,6 +29,7 @@
 
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/text.hpp>
+#include <sinkscope/model/attention_surgery.hpp>
 #include <sinkscope/model/batch.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/interventions.hpp>
@@ -42,10 +44,61 @@ namespace sinkscope::python {
 using Ids = nb::ndarray<const std::int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 using PyHook = std::pair<std::string, nb::object>;  // (hook name, callable(x, name))
 
-// An intervention of model/interventions.hpp, to be registered on the HookSet of a forward pass.
-struct Intervention {
-    std::string name;
-    std::vector<std::int64_t> channels, positions;
+using AnyFloats = nb::ndarray<const float, nb::c_contig, nb::device::cpu>;
+
+// The interventions of model/interventions.hpp and model/attention_surgery.hpp for one forward pass,
+// registered from Python (python/sinkscope/__init__.py's intervention classes) on a HookSet that the
+// forward runs before the Python hooks. `names` are checked against the model's hook names.
+struct NativeHooks {
+    model::HookSet<float> set;
+    std::vector<std::string> names;
+
+    static model::Captured<float> captured(const AnyFloats& a) {
+        model::Captured<float> c;
+        for (std::size_t i = 0; i < a.ndim(); ++i) c.shape.push_back(std::int64_t(a.shape(i)));
+        c.data.assign(a.data(), a.data() + a.size());
+        return c;
+    }
+    void zero_ablate_channels(const std::string& name, std::vector<std::int64_t> channels, std::vector<std::int64_t> positions) {
+        names.push_back(name);
+        model::zero_ablate_channels<float>(set, name, std::move(channels), std::move(positions));
+    }
+    void scale_channels(const std::string& name, std::vector<std::int64_t> channels, float factor, std::vector<std::int64_t> positions) {
+        names.push_back(name);
+        model::scale_channels<float>(set, name, std::move(channels), factor, std::move(positions));
+    }
+    void scale_heads(std::int64_t layer, std::vector<std::int64_t> heads, float factor, std::vector<std::int64_t> positions) {
+        names.push_back(model::hook_name("z", layer));
+        model::scale_heads<float>(set, layer, std::move(heads), factor, std::move(positions));
+    }
+    // `pattern`: one row (key_pos,) for every chosen (head, query), or a [head, query, key] array.
+    void force_pattern(std::int64_t layer, const AnyFloats& pattern, std::vector<std::int64_t> heads,
+                       std::vector<std::int64_t> queries, bool keep_mass) {
+        names.push_back(model::hook_name("pattern", layer));
+        const auto mass = keep_mass ? model::RowMass::model : model::RowMass::one;
+        if (pattern.ndim() == 1)
+            model::force_pattern_row<float>(set, layer, std::vector<float>(pattern.data(), pattern.data() + pattern.size()),
+                                            std::move(heads), std::move(queries), mass);
+        else
+            model::force_pattern<float>(set, layer, captured(pattern), std::move(heads), std::move(queries), mass);
+    }
+    void self_only_attention(std::int64_t layer, std::vector<std::int64_t> heads, std::vector<std::int64_t> queries) {
+        names.push_back(model::hook_name("pattern", layer));
+        model::self_only_attention<float>(set, layer, std::move(heads), std::move(queries));
+    }
+    void attend_only_to(std::int64_t layer, std::int64_t key, std::vector<std::int64_t> heads, std::vector<std::int64_t> queries) {
+        names.push_back(model::hook_name("pattern", layer));
+        model::attend_only_to<float>(set, layer, key, std::move(heads), std::move(queries));
+    }
+    // The source: arrays[i] is the activation source_names[i] (a run_with_cache cache's entries).
+    void patch_sites(const std::vector<model::PatchSite>& sites, const std::vector<std::string>& source_names,
+                     const std::vector<AnyFloats>& arrays) {
+        require(source_names.size() == arrays.size(), "patch_sites: one array per source name");
+        std::map<std::string, model::Captured<float>> source;
+        for (std::size_t i = 0; i < arrays.size(); ++i) source[source_names[i]] = captured(arrays[i]);
+        for (const auto& site : sites) names.push_back(site.name());
+        model::patch_sites<float>(set, sites, source);
+    }
 };
 
 class Model {
@@ -93,9 +146,9 @@ public:
     // dimension (model::forward); otherwise row b's first lengths[b] ids are sequence b
     // (model::forward_batch, right-padded to T). Captures the names in `capture` (copies made by the
     // forward's hooks, then handed over without another copy); calls `hooks` in order at their names;
-    // applies `zero_channels` (model::zero_ablate_channels) before them. Returns (logits, {name: array}).
+    // applies the C++ interventions `native` before them. Returns (logits, {name: array}).
     nb::tuple run(const Ids& ids, bool batched, const std::vector<std::int64_t>& lengths, const std::vector<std::string>& capture,
-                  const std::vector<PyHook>& hooks, const std::vector<Intervention>& zero_channels, bool logits) const {
+                  const std::vector<PyHook>& hooks, const NativeHooks& native, bool logits) const {
         const auto B = std::int64_t(ids.shape(0)), T = std::int64_t(ids.shape(1));
         require(B > 0 && T > 0, "forward: empty ids");
         require(batched || B == 1, "forward: more than one sequence needs the batch path");
@@ -112,11 +165,8 @@ public:
         for (const auto& n : capture) require_hook(n);
         for (const auto& h : hooks) require_hook(h.first);
 
-        model::HookSet<float> set;
-        for (const auto& z : zero_channels) {
-            require_hook(z.name);
-            model::zero_ablate_channels<float>(set, z.name, z.channels, z.positions);
-        }
+        for (const auto& n : native.names) require_hook(n);
+        model::HookSet<float> set = native.set;
         // A hook that raises stops the forward: its exception travels through the C++ frames as
         // nb::python_error (the forward holds its buffers in RAII objects) and is re-raised as it was.
         for (const auto& [name, fn] : hooks)
@@ -169,8 +219,24 @@ private:
 };
 
 inline void bind_model(nb::module_& m) {
-    nb::class_<Intervention>(m, "_Intervention")
-        .def(nb::init<std::string, std::vector<std::int64_t>, std::vector<std::int64_t>>());
+    nb::class_<model::PatchSite>(m, "_PatchSite")
+        .def(nb::init<>())
+        .def_rw("hook", &model::PatchSite::hook)
+        .def_rw("layer", &model::PatchSite::layer)
+        .def_rw("positions", &model::PatchSite::positions)
+        .def_rw("heads", &model::PatchSite::heads)
+        .def_rw("channels", &model::PatchSite::channels)
+        .def("name", &model::PatchSite::name);
+
+    nb::class_<NativeHooks>(m, "_NativeHooks")
+        .def(nb::init<>())
+        .def("zero_ablate_channels", &NativeHooks::zero_ablate_channels)
+        .def("scale_channels", &NativeHooks::scale_channels)
+        .def("scale_heads", &NativeHooks::scale_heads)
+        .def("force_pattern", &NativeHooks::force_pattern)
+        .def("self_only_attention", &NativeHooks::self_only_attention)
+        .def("attend_only_to", &NativeHooks::attend_only_to)
+        .def("patch_sites", &NativeHooks::patch_sites);
 
     nb::class_<analysis::StatsRequest>(m, "_StatsRequest")
         .def(nb::init<>())
