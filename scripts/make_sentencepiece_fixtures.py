@@ -30,6 +30,8 @@ What it writes, and the peer behind each file:
             published on PyPI as source only and compiling llama.cpp takes longer than this script may.
       and "stories260K": ids for the first 80 texts from ../shared/models/stories260K.gguf's vocabulary (a llama2.c
       SentencePiece BPE vocabulary), by SentencePieceProcessor on a model built from the GGUF's pieces.
+  out/sp_corpus_reference.json (not committed, about 10 MB)
+      The same ids for every line of the corpus, for the [slow] test that checks the C++ on all of it.
 The script checks the peers against each other over the whole corpus (every line), prints the counts,
 and fails if `tokenizers` and `sentencepiece` disagree anywhere except the Metaspace leading-space case.
 """
@@ -161,6 +163,7 @@ def main():
     # HF's tokenizers cuts the added tokens out, sentencepiece does not; and HF's Unigram takes the spelling
     # of a byte piece in the text for that piece (the last two): compared with HF only.
     special_texts = ["<s>Hello</s>", "a <unk> b", "<s> <s>x", "</s>\n", "<0x41>", "x<0x0A>y"]
+    full = {"corpus": [os.path.relpath(f, REPO) for f in files], "texts": lines, "models": {}}
     reference = {"corpus": [os.path.relpath(f, REPO) for f in files], "texts": texts, "special_texts": special_texts,
                  "models": {}}
     for model_type in ("unigram", "bpe"):
@@ -211,15 +214,21 @@ def main():
         if model_type == "bpe":
             assert counts["llama_cpp_differs"] == 0
         reference["models"][model_type] = entry
+        full["models"][model_type] = {"sentencepiece": [sp.encode(t) for t in lines],
+                                      "llama_cpp": [llama.encode(t) for t in lines]}
     if os.path.exists(STORIES):
         sp = stories_processor()
         reference["stories260K"] = {"sentencepiece": [sp.encode(t) for t in texts[:80]],
                                     "cli_text": "Once upon a time, there was a little girl named Lily.",
                                     "cli_ids": [1] + sp.encode("Once upon a time, there was a little girl named Lily.")}
+        full["stories260K"] = {"sentencepiece": [sp.encode(t) for t in lines]}
         print("stories260K:", len(texts), "texts")
     with open(os.path.join(OUT, "sp_reference.json"), "w", encoding="utf-8") as fh:
         json.dump(reference, fh, ensure_ascii=False, separators=(",", ":"))
         fh.write("\n")
+    os.makedirs(os.path.join(REPO, "out"), exist_ok=True)
+    with open(os.path.join(REPO, "out", "sp_corpus_reference.json"), "w", encoding="utf-8") as fh:
+        json.dump(full, fh, ensure_ascii=False, separators=(",", ":"))
     total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(OUT) for f in fs
                 if "sp_" in os.path.relpath(os.path.join(d, f), OUT))
     print(f"fixtures: {total / 1024:.0f} KiB")

@@ -336,3 +336,25 @@ TEST_CASE("decode(encode(x)) == x for SentencePiece tokenizers", "[tokenizer][pr
         for (const auto& t : tokenizers) RC_ASSERT(t.decode(t.encode(text, false)) == text);
     }, 300);
 }
+
+TEST_CASE("every line of the corpus gives the peers' ids", "[tokenizer][reference][slow]") {
+    // out/sp_corpus_reference.json: written by scripts/make_sentencepiece_fixtures.py (not committed, 16 MB).
+    const auto path = sinkscope::test::fixture("../../out/sp_corpus_reference.json");
+    if (!std::filesystem::exists(path)) {
+        WARN("skipped: " << path << " absent (scripts/make_sentencepiece_fixtures.py writes it)");
+        return;
+    }
+    const auto full = tok::read_json(path);
+    const auto lines = full.at("texts").get<std::vector<std::string>>();
+    REQUIRE(lines.size() > 100);
+    SECTION("tokenizer.json Unigram") { check_ids(from_json("sp_unigram"), lines, full["models"]["unigram"]["sentencepiece"]); }
+    SECTION("tokenizer.json BPE") { check_ids(from_json("sp_bpe"), lines, full["models"]["bpe"]["sentencepiece"]); }
+    SECTION("GGUF Unigram vocabulary") { check_ids(from_gguf("tokenizer/sp_unigram.gguf"), lines, full["models"]["unigram"]["llama_cpp"]); }
+    SECTION("GGUF BPE vocabulary") { check_ids(from_gguf("tokenizer/sp_bpe.gguf"), lines, full["models"]["bpe"]["sentencepiece"]); }
+    SECTION("stories260K") {
+        const auto model = sinkscope::test::shared_model("stories260K.gguf");
+        if (!full.contains("stories260K") || !std::filesystem::exists(model)) return;
+        const auto t = SentencePieceTokenizer::from_gguf_metadata(sinkscope::io::GgufFile(model).metadata(), model);
+        check_ids(t, lines, full["stories260K"]["sentencepiece"]);
+    }
+}
