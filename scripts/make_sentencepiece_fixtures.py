@@ -110,6 +110,16 @@ def hf_tokenizers(proto):
     return legacy, meta
 
 
+def metaspace_variant(meta, **changes):
+    """`meta` with its Metaspace pre-tokenizer's settings changed (split, prepend_scheme)."""
+    spec = json.loads(meta.to_str())
+    steps = spec["pre_tokenizer"]["pretokenizers"] if spec["pre_tokenizer"]["type"] == "Sequence" else [spec["pre_tokenizer"]]
+    for step in steps:
+        if step["type"] == "Metaspace":
+            step.update(changes)
+    return Tokenizer.from_str(json.dumps(spec))
+
+
 def write_gguf(path, proto):
     w = gguf.GGUFWriter(path, arch="llama")
     w.add_tokenizer_model("llama")
@@ -203,6 +213,14 @@ def main():
             "llama_cpp": [llama.encode(t) for t in texts] if model_type == "unigram" else "sentencepiece",
             "metaspace_differs": {str(i): meta.encode(t, add_special_tokens=False).ids for i, t in enumerate(texts)
                                   if meta.encode(t, add_special_tokens=False).ids != sp.encode(t)},
+            # The Metaspace form with split=true (Viterbi per word) and with prepend_scheme="always": HF's
+            # ids where they differ from sentencepiece's (the tests change the committed file to match).
+            "metaspace_split_differs": {str(i): ids for i, t in enumerate(texts) for ids in
+                                        [metaspace_variant(meta, split=True).encode(t, add_special_tokens=False).ids]
+                                        if ids != sp.encode(t)},
+            "metaspace_always_special": [metaspace_variant(meta, prepend_scheme="always").encode(t, add_special_tokens=False).ids
+                                         for t in special_texts],
+            "metaspace_first_special": [meta.encode(t, add_special_tokens=False).ids for t in special_texts],
             "hf_special": [legacy.encode(t, add_special_tokens=False).ids for t in special_texts],
             # HF's decode of the sentencepiece ids, where it is not the text itself.
             "hf_decode_differs": {str(i): legacy.decode(sp.encode(t), skip_special_tokens=False) for i, t in enumerate(texts)

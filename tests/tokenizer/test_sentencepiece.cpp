@@ -121,6 +121,35 @@ TEST_CASE("tokenizer.json with Metaspace(prepend_scheme=first) gives HF's ids", 
     check_ids(t, sp_texts(), ref["sentencepiece"], ref["metaspace_differs"]);
 }
 
+TEST_CASE("Metaspace split=true and prepend_scheme=always, and the prefix after added tokens, give HF's ids",
+          "[tokenizer][reference]") {
+    namespace fs = std::filesystem;
+    const auto& ref = sp_reference()["models"]["unigram"];
+    const auto specials = sp_reference()["special_texts"].get<std::vector<std::string>>();
+    check_ids(from_json("sp_unigram_metaspace"), specials, ref["metaspace_first_special"]);
+    const auto dir = fs::temp_directory_path() / "sinkscope_sp_metaspace";
+    fs::create_directories(dir);
+    const auto path = (dir / "tokenizer.json").string();
+    const auto with = [&](const char* key, const nlohmann::json& value) {
+        auto j = tok::read_json(sinkscope::test::fixture("tokenizer/sp_unigram_metaspace/tokenizer.json"));
+        auto& pre = j["pre_tokenizer"];
+        if (pre["type"] == "Metaspace") pre[key] = value;
+        else for (auto& step : pre["pretokenizers"]) if (step["type"] == "Metaspace") step[key] = value;
+        std::ofstream(path) << j.dump();
+        return SentencePieceTokenizer::from_hf_json(path);
+    };
+    SECTION("split") {
+        REQUIRE(ref["metaspace_split_differs"].size() >= 5);
+        check_ids(with("split", true), sp_texts(), ref["sentencepiece"], ref["metaspace_split_differs"]);
+    }
+    SECTION("always") {
+        const auto t = with("prepend_scheme", "always");
+        CHECK(t.dummy_prefix() == SentencePieceTokenizer::Prefix::every_stretch);
+        check_ids(t, specials, ref["metaspace_always_special"]);
+    }
+    fs::remove_all(dir);
+}
+
 TEST_CASE("GGUF llama vocabularies give llama.cpp's ids (merges by score)", "[tokenizer][reference]") {
     const auto texts = sp_texts();
     SECTION("BPE-trained vocabulary: sentencepiece's own ids") {
