@@ -238,7 +238,10 @@ def main():
         sp = stories_processor()
         reference["stories260K"] = {"sentencepiece": [sp.encode(t) for t in texts[:80]],
                                     "cli_text": "Once upon a time, there was a little girl named Lily.",
-                                    "cli_ids": [1] + sp.encode("Once upon a time, there was a little girl named Lily.")}
+                                    "cli_ids": [1] + sp.encode("Once upon a time, there was a little girl named Lily."),
+                                    # Its pieces past the bytes are placeholders ("tok259"...): everything falls back
+                                    # to bytes, "▁" too, which sentencepiece then decodes as "▁", not as a space.
+                                    "cli_decoded": sp.decode(sp.encode("Once upon a time, there was a little girl named Lily."))}
         full["stories260K"] = {"sentencepiece": [sp.encode(t) for t in lines]}
         print("stories260K:", len(texts), "texts")
     with open(os.path.join(OUT, "sp_reference.json"), "w", encoding="utf-8") as fh:

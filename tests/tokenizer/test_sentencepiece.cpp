@@ -226,6 +226,11 @@ TEST_CASE("stories260K's vocabulary gives sentencepiece's ids", "[tokenizer][ref
     check_ids(*t.sentencepiece(), sp_texts(), sp_reference()["stories260K"]["sentencepiece"]);
     const auto& cli = sp_reference()["stories260K"];
     CHECK(t.encode(cli["cli_text"].get<std::string>(), true) == cli["cli_ids"].get<std::vector<std::int32_t>>());
+    // The GGUF's pieces past the bytes are placeholders ("tok259"): "▁" too falls back to bytes, and decodes
+    // as "▁", as in sentencepiece.
+    auto ids = cli["cli_ids"].get<std::vector<std::int32_t>>();
+    ids.erase(ids.begin());
+    CHECK(t.decode(ids) == cli["cli_decoded"].get<std::string>());
 }
 
 TEST_CASE("merges by score, by hand", "[tokenizer]") {

@@ -35,7 +35,8 @@
 // in front of a stretch (the first character of the decoded stretch, when it is a space). So
 // decode(encode(x)) == x for all text without "▁" (which every SentencePiece tokenizer decodes as a
 // space), except where HF's Metaspace keeps no dummy prefix in front of a
-// stretch that starts with a space (then that space is lost, as in HF's own decode), or where the unknown token
+// stretch that starts with a space (then that space is lost, as in HF's own decode), where "▁" is no piece
+// (its byte tokens decode to "▁", as sentencepiece, HF and llama.cpp decode them), or where the unknown token
 // replaced text (no byte fallback).
 //
 // Invalid UTF-8 in the text: encode throws Error with its byte offset (as BpeTokenizer).
