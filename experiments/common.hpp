@@ -250,7 +250,7 @@ private:
 // The model, loaded once, and its tokenizer when it has a usable one.
 struct Inputs {
     model::LoadedModel<float> m;
-    std::unique_ptr<tokenizer::BpeTokenizer> tok;
+    std::unique_ptr<tokenizer::Tokenizer> tok;
 };
 
 inline Inputs load_inputs(const CommonOptions& o, Run& run) {
@@ -269,7 +269,7 @@ inline Inputs load_inputs(const CommonOptions& o, Run& run) {
         std::cerr << "  null control: random weights (seed " << o.random_init << ") in the model's layout\n";
     }
     if (!o.random_tokens && in.m.format != "sinkscope-checkpoint") {
-        try { in.tok = std::make_unique<tokenizer::BpeTokenizer>(analysis::tokenizer_for(in.m)); }
+        try { in.tok = std::make_unique<tokenizer::Tokenizer>(analysis::tokenizer_for(in.m)); }
         catch (const Error& e) { std::cerr << "  no usable tokenizer (" << e.message() << "): using random token ids\n"; }
     }
     run.meta()["model_config"] = in.m.config.describe();

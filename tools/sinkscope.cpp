@@ -154,8 +154,8 @@ int cmd_info(const std::string& path, const model::LoadOptions& options) {
     }
     try {
         const auto tok = analysis::tokenizer_for(m);
-        std::cout << "tokenizer:  byte-level BPE, " << tok.vocab_size() << " tokens, pre-tokenizer '" << tok.pre_tokenizer()
-                  << "', BOS " << (tok.bos_id() ? std::to_string(*tok.bos_id()) : "none") << " (added by default: "
+        std::cout << "tokenizer:  " << tok.describe() << ", " << tok.vocab_size() << " tokens, BOS "
+                  << (tok.bos_id() ? std::to_string(*tok.bos_id()) : "none") << " (added by default: "
                   << (tok.add_bos_default() ? "yes" : "no") << ")\n";
     } catch (const Error& e) {
         std::cout << "tokenizer:  not usable (" << e.message() << "): pass token ids\n";

@@ -1,5 +1,8 @@
-// The tokenizer module: byte-level BPE that gives Hugging Face's token ids (GGUF metadata or tokenizer.json).
+// The tokenizer module: byte-level BPE and SentencePiece, from GGUF metadata or tokenizer.json; Tokenizer
+// (tokenizer/tokenizer.hpp) picks the kind the file describes.
 #pragma once
 #include "sinkscope/tokenizer/byte_level.hpp"
 #include "sinkscope/tokenizer/pretokenizer.hpp"
 #include "sinkscope/tokenizer/bpe.hpp"
+#include "sinkscope/tokenizer/sentencepiece.hpp"
+#include "sinkscope/tokenizer/tokenizer.hpp"

@@ -1,10 +1,12 @@
 """Bad input raises (sinkscope.Error with the C++ message, or the hook's own exception), never crashes,
 and the model stays usable afterwards."""
+import json
+
 import numpy as np
 import pytest
 
 import sinkscope
-from conftest import TINY
+from conftest import REPO, TINY
 
 
 class Boom(Exception):
@@ -94,12 +96,21 @@ def test_bad_files(tmp_path):
         sinkscope.load(str(TINY), compute="fp8")
 
 
-def test_tokenizer_errors(tiny, tmp_path):
-    # stories260K's GGUF names a SentencePiece ('llama') tokenizer, which sinkscope does not implement.
-    with pytest.raises(sinkscope.Error, match="not byte-level BPE"):
-        tiny.to_tokens("hello")
-    with pytest.raises(sinkscope.Error, match="not byte-level BPE"):
-        tiny.stats("some text")
+def test_sentencepiece_tokenizer(tiny):
+    # stories260K's GGUF has a SentencePiece ('llama') tokenizer: the ids `sentencepiece` gives
+    # (tests/fixtures/tokenizer/sp_reference.json, from scripts/make_sentencepiece_fixtures.py), BOS first.
+    ref = json.loads((REPO / "tests" / "fixtures" / "tokenizer" / "sp_reference.json").read_text(encoding="utf-8"))
+    text, ids = ref["stories260K"]["cli_text"], ref["stories260K"]["cli_ids"]
+    assert tiny.to_tokens(text, bos=True).tolist() == ids
+    # Its pieces past the bytes are placeholders: "▁" falls back to bytes and decodes as "▁" (sentencepiece too).
+    assert tiny.to_string(ids[1:]) == ref["stories260K"]["cli_decoded"] == "▁" + text.replace(" ", "▁")
+
+
+def test_tokenizer_errors():
+    # A checkpoint without tokenizer.json takes token ids only.
+    m = sinkscope.load(str(REPO / "tests" / "fixtures" / "model" / "random_gemma2"))
+    with pytest.raises(sinkscope.Error, match="no tokenizer.json"):
+        m.to_tokens("hello")
 
 
 def test_theory_errors():

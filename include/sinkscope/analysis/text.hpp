@@ -13,17 +13,18 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/model/load.hpp"
-#include "sinkscope/tokenizer/bpe.hpp"
+#include "sinkscope/tokenizer/tokenizer.hpp"
 
 namespace sinkscope::analysis {
 
-// The model's own tokenizer: GGUF metadata, or tokenizer.json beside a safetensors checkpoint.
+// The model's own tokenizer (byte-level BPE or SentencePiece): GGUF metadata, or tokenizer.json beside a
+// safetensors checkpoint.
 template <class T>
-tokenizer::BpeTokenizer tokenizer_for(const model::LoadedModel<T>& m) {
-    if (m.format == "gguf") return tokenizer::BpeTokenizer::from_gguf_metadata(m.metadata, m.path);
+tokenizer::Tokenizer tokenizer_for(const model::LoadedModel<T>& m) {
+    if (m.format == "gguf") return tokenizer::Tokenizer::from_gguf_metadata(m.metadata, m.path);
     const std::string json = m.path + "/tokenizer.json";
     require(std::filesystem::exists(json), "no tokenizer.json beside the checkpoint (use token ids instead)", {m.path, "", {}});
-    return tokenizer::BpeTokenizer::from_hf_json(json);
+    return tokenizer::Tokenizer::from_hf_json(json);
 }
 
 inline std::string read_text_file(const std::string& path) {
@@ -36,7 +37,7 @@ inline std::string read_text_file(const std::string& path) {
 
 // Consecutive, non-overlapping samples of exactly `length` tokens (BOS included when `bos`), at most
 // `max_samples` of them (0: as many as the text gives). A tail shorter than `length` is dropped.
-inline std::vector<std::vector<std::int32_t>> token_samples(const tokenizer::BpeTokenizer& tok, const std::string& text,
+inline std::vector<std::vector<std::int32_t>> token_samples(const tokenizer::Tokenizer& tok, const std::string& text,
                                                             std::int64_t length, std::int64_t max_samples, bool bos) {
     require(length >= 2, "token_samples: sample length must be at least 2");
     const auto ids = tok.encode(text, false);

@@ -116,7 +116,7 @@ public:
         const auto* model = key("tokenizer.ggml.model");
         require(model != nullptr && model->is_string(), "GGUF metadata has no string 'tokenizer.ggml.model'", where);
         require(model->get<std::string>() == "gpt2", "tokenizer model '" + model->get<std::string>() +
-                                                         "' is not byte-level BPE ('gpt2'), the only kind supported",
+                                                         "' is not byte-level BPE ('gpt2'; tokenizer::Tokenizer also reads 'llama')",
                 where);
         const auto* tokens = key("tokenizer.ggml.tokens");
         const auto* merges = key("tokenizer.ggml.merges");
