@@ -101,6 +101,9 @@ std::string failed_file(const std::string& dir, const analysis::StatsShard& s) {
                                : "/failed." + std::to_string(s.index) + "-of-" + std::to_string(s.count) + ".json");
 }
 
+// "1040128 bytes (0.0 GiB)"
+std::string bytes_text(std::uint64_t n) { return std::to_string(n) + " bytes (" + io::format_gib(n) + ")"; }
+
 std::string file_sha256(const std::string& path) {
     const io::MappedFile m(path);
     return sha256_hex(std::string_view(reinterpret_cast<const char*>(m.data()), std::size_t(m.size())));
@@ -122,8 +125,8 @@ int print_plan(const std::vector<std::string>& mine, const CensusOptions& o) {
             const std::uint64_t file_type = io::checkpoint_file_type_bytes(path);
             const bool keeps_file_type = o.weights == "file" || (o.weights == "auto" && available && f32 > *available);
             const std::uint64_t need = keeps_file_type ? file_type : f32;
-            std::cout << path << (finished ? "  [finished: skipped]" : "") << "\n  on disk " << io::format_gib(disk)
-                      << "; weights: float32 " << io::format_gib(f32) << ", in file types " << io::format_gib(file_type)
+            std::cout << path << (finished ? "  [finished: skipped]" : "") << "\n  on disk " << bytes_text(disk)
+                      << "; weights: float32 " << bytes_text(f32) << ", in file types " << bytes_text(file_type)
                       << "; --weights " << o.weights << " loads " << (keeps_file_type ? "file types" : "float32") << " ("
                       << io::format_gib(need) << (available && need > *available ? ", does NOT fit" : "") << ")\n";
         } catch (const Error& e) {
