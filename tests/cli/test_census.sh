@@ -7,6 +7,7 @@
 # Usage: test_census.sh SINKSCOPE_BINARY SHARED_DIR
 set -u
 bin=$(realpath "$1"); model=$(realpath "$2")/models/stories260K.gguf
+sbatch_script=$(cd "$(dirname "$0")/../../scripts" && pwd)/census.sbatch
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export OMP_NUM_THREADS=1  # records are bit-identical across tasks at one thread count (docs/cli-and-sharding.md)
@@ -42,6 +43,17 @@ check "merge exits 0" test $? -eq 0
 check "sharded table.json = unsharded table.json, byte for byte" cmp -s full/table.json sharded/table.json
 check "sharded printed table = unsharded" cmp -s full.table sharded.table
 check "the table has 5 models" test "$(json full/table.json 'len(j["models"])')" -eq 5
+
+# scripts/census.sbatch as a Slurm array of 3 tasks (IDs 5-7: the shard is the ID less the array's first).
+for id in 5 6 7; do
+    SINKSCOPE=$bin SLURM_ARRAY_TASK_ID=$id SLURM_ARRAY_TASK_MIN=5 SLURM_ARRAY_TASK_MAX=7 SLURM_ARRAY_TASK_COUNT=3 \
+        bash "$sbatch_script" list.txt array "${settings[@]}" > array$id.log 2>&1
+done
+check "census.sbatch task 7 runs shard 2/3" grep -q "(shard 2/3)" array7.log
+check "census.sbatch's 3 tasks = the unsharded census, byte for byte" same_dirs full/checkpoints array/checkpoints
+SINKSCOPE=$bin SLURM_ARRAY_TASK_ID=3 SLURM_ARRAY_TASK_MIN=1 SLURM_ARRAY_TASK_MAX=5 SLURM_ARRAY_TASK_COUNT=3 \
+    bash "$sbatch_script" list.txt array2 "${settings[@]}" > array_gap.log 2>&1
+check "census.sbatch refuses an array with gaps" test $? -eq 2
 
 # The record's identity and findings, against peers: sha256sum, the planted plan, the rule set's own listing.
 record=$(ls full/checkpoints/stories260K.gguf-*.json)
@@ -120,6 +132,17 @@ check "merging a folder that is no census exits 2" test $? -eq 2
 check "plan exits 0" test $? -eq 0
 check "plan marks finished checkpoints" test "$(count "finished: skipped" plan.log)" -eq 5
 check "plan gives stories260K's float32 weights (260032 x 4 bytes)" grep -q "float32 1040128 bytes" plan.log
+
+# The figures, where this python has matplotlib (scripts/pyenv.sh --plots-only makes one).
+figures=$(dirname "$sbatch_script")/census_figures.py
+if python3 -c "import matplotlib, numpy" 2> /dev/null; then
+    python3 "$figures" full/table.json > figures.log 2>&1
+    check "census_figures.py draws the three figures" test -s full/figures/census_sink_rate.png -a -s full/figures/census_massive.png -a -s full/figures/census_outcomes.png
+    python3 "$figures" full/checkpoints/"$(ls full/checkpoints | head -1)" > notable.log 2>&1
+    check "census_figures.py refuses a file that is no census table" grep -q "is not a census table" notable.log
+else
+    echo "skipped: census_figures.py (no matplotlib in python3)"
+fi
 
 echo "$passes passed, $fails failed"
 test "$fails" -eq 0
