@@ -96,9 +96,12 @@ std::vector<std::string> shard_part(const std::vector<std::string>& all, const a
     return out;
 }
 
+// DIR/name, without a doubled '/' when DIR ends in one.
+std::string in_dir(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).lexically_normal().string(); }
+
 std::string failed_file(const std::string& dir, const analysis::StatsShard& s) {
-    return dir + (s.count == 1 ? std::string("/failed.json")
-                               : "/failed." + std::to_string(s.index) + "-of-" + std::to_string(s.count) + ".json");
+    return in_dir(dir, s.count == 1 ? std::string("failed.json")
+                                    : "failed." + std::to_string(s.index) + "-of-" + std::to_string(s.count) + ".json");
 }
 
 // "1040128 bytes (0.0 GiB)"
@@ -116,7 +119,7 @@ int print_plan(const std::vector<std::string>& mine, const CensusOptions& o) {
               << (available ? io::format_gib(*available) : std::string("unknown")) << "\n";
     int failures = 0;
     for (const auto& path : mine) {
-        const std::string record = o.out.empty() ? "" : o.out + "/checkpoints/" + analysis::census_record_name(path);
+        const std::string record = o.out.empty() ? "" : in_dir(in_dir(o.out, "checkpoints"), analysis::census_record_name(path));
         std::error_code ec;
         const bool finished = !record.empty() && fs::exists(record, ec);
         try {
@@ -165,7 +168,7 @@ int run(const CensusOptions& o) {
         analysis::census_settings(request, o.weights, o.compute, input.empty() ? std::string() : file_sha256(input));
     const nlohmann::json header = expected_header(settings);
 
-    const std::string records_dir = o.out + "/checkpoints";
+    const std::string records_dir = in_dir(o.out, "checkpoints");
     std::error_code ec;
     fs::create_directories(records_dir, ec);
     if (ec) throw Error("census: cannot create the census folder: " + ec.message(), {o.out, "", {}});
@@ -173,7 +176,7 @@ int run(const CensusOptions& o) {
     // before anything runs.
     std::set<std::string> finished;
     for (const auto& path : mine) {
-        const std::string record = records_dir + "/" + analysis::census_record_name(path);
+        const std::string record = in_dir(records_dir, analysis::census_record_name(path));
         if (!fs::exists(record, ec)) continue;
         const auto j = read_json(record);
         analysis::check_census_record(j, record);
@@ -188,7 +191,7 @@ int run(const CensusOptions& o) {
     std::size_t done = 0;
     for (const auto& path : mine) {
         ++done;
-        const std::string record = records_dir + "/" + analysis::census_record_name(path);
+        const std::string record = in_dir(records_dir, analysis::census_record_name(path));
         const std::string tag = "[" + std::to_string(done) + "/" + std::to_string(mine.size()) + "] " + path;
         if (finished.count(path)) {
             std::cerr << tag << ": finished, skipped\n";
@@ -228,7 +231,7 @@ int run(const CensusOptions& o) {
 }
 
 int merge(const std::string& dir) {
-    const std::string records_dir = dir + "/checkpoints";
+    const std::string records_dir = in_dir(dir, "checkpoints");
     std::error_code ec;
     if (!fs::is_directory(records_dir, ec))
         throw Error("census --merge: not a census folder (no checkpoints/ in it)", {dir, "", {}});
@@ -258,10 +261,10 @@ int merge(const std::string& dir) {
         for (const auto& x : j.at("failed")) failed[x.at("checkpoint").get<std::string>()] = x.at("error").get<std::string>();
     }
     const auto table = analysis::census_table(records, failed);
-    write_json_atomically(dir + "/table.json", table);
+    write_json_atomically(in_dir(dir, "table.json"), table);
     analysis::print_census_table(std::cout, table);
     std::cerr << "census --merge: " << table["models"].size() << " model(s), " << table["failed"].size() << " failed; wrote "
-              << dir << "/table.json\n";
+              << in_dir(dir, "table.json") << "\n";
     return table["failed"].empty() ? 0 : 1;
 }
 
