@@ -46,16 +46,23 @@ nlohmann::json read_json(const std::string& path) {
 void write_json_atomically(const std::string& path, const nlohmann::json& j) {
     const fs::path target(path);
     const std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
+    std::error_code ec;
     {
         std::ofstream out(tmp);
         if (!out) throw Error("cannot write", {tmp, "", {}});
         out << j.dump(1) << "\n";
         out.flush();
-        if (!out) throw Error("write failed", {tmp, "", {}});
+        if (!out) {
+            fs::remove(tmp, ec);
+            throw Error("write failed", {tmp, "", {}});
+        }
     }
-    std::error_code ec;
     fs::rename(tmp, path, ec);
-    if (ec) throw Error("cannot rename " + tmp + " to it: " + ec.message(), {path, "", {}});
+    if (ec) {
+        const std::string why = ec.message();
+        fs::remove(tmp, ec);
+        throw Error("cannot rename " + tmp + " to it: " + why, {path, "", {}});
+    }
 }
 
 // The checkpoints named on the command line, then those of the list file, each once; every one must exist.
