@@ -27,6 +27,7 @@
 //                                                MODEL's; --twin: the step-up unit switched off
 //   sinkscope rules [--json]                     the pre-registered verdict rules: the set's hash and each
 //                                                rule's (--json: every rule's canonical JSON too)
+//   sinkscope census CKPT… --out DIR … | --merge DIR   many checkpoints' stats, one record each (census_cli.hpp)
 // MODEL is a .gguf file, a Hugging Face directory (config.json + safetensors) or a sinkscope checkpoint
 // (a training run's checkpoint.safetensors, or a random-model file; these carry no tokenizer: use
 // --tokens-file, one sequence of ids per line).
@@ -56,6 +57,8 @@
 #include <sinkscope/train/planted.hpp>
 #include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
+
+#include "census_cli.hpp"
 
 namespace fs = std::filesystem;
 using namespace sinkscope;
@@ -490,8 +493,12 @@ int main(int argc, char** argv) {
     auto* rules = app.add_subcommand("rules", "the pre-registered verdict rules: each rule's hash and the set's hash");
     rules->add_flag("--json", rules_json, "every rule's canonical JSON and hash, and the set hash");
 
+    cli::CensusOptions census_options;
+    auto* census = cli::add_census_subcommand(app, census_options);
+
     CLI11_PARSE(app, argc, argv);
     try {
+        if (*census) return cli::run_census(census_options);
         if (*rules) return cmd_rules(rules_json);
         if (*planted_massive) {
             if (fs::path(out).extension() != ".safetensors") throw Error("planted massive: --out must end in .safetensors", {out, "", {}});
