@@ -3,3 +3,4 @@
 #include "sinkscope/tokenizer/byte_level.hpp"
 #include "sinkscope/tokenizer/pretokenizer.hpp"
 #include "sinkscope/tokenizer/bpe.hpp"
+#include "sinkscope/tokenizer/bos.hpp"
