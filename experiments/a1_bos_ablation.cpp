@@ -12,8 +12,10 @@
 //   A1-window   the same recipe with a sliding window w < T; measured at T = w, where the window does not
 //               bind (a causal query t < w sees the same keys at any length), so α₀ is comparable.
 //   A1-control  --model (default SmolLM2-135M-Instruct, trained WITHOUT a BOS token: its GGUF says
-//               add_bos_token = false): the no-BOS-training control. "With BOS" prepends id 1
-//               (<|im_start|>) to the first T−1 text tokens; "without" = T text tokens.
+//               add_bos_token = false): the no-BOS-training control. "With BOS" prepends the checkpoint's BOS
+//               id (SmolLM2: 1, <|im_start|>) to the first T−1 text tokens; "without" = T text tokens. Its population
+//               precondition reads the resolved --bos (auto: add_bos_token; analysis/bos.hpp): a model used with
+//               BOS is outside the control ("not applicable").
 // Measured: Gu et al.'s α₀ (mean attention received by position 0) per (sample, layer, head); a head is
 // a sink when α₀ > ε; Sink^ε_0[a:b] of a sample = the fraction of heads of layers a…b that sink.
 // Rules (thresholds fixed before measuring; experiments/README.md):
@@ -36,6 +38,8 @@
 // window_sink_rates.npy, control_sink_rates.npy [2 bos × 2 eps × L], meta.json.
 // The measurements (with and without BOS, sink rates, training): a1_bos_ablation_measure.hpp.
 #include "a1_bos_ablation_measure.hpp"
+
+#include <optional>
 
 #include <sinkscope/analysis/intervals.hpp>
 #include <sinkscope/analysis/rule_table.hpp>
@@ -66,6 +70,9 @@ struct Config {
 
 namespace {
 
+// A1-control's population precondition, as registered (analysis/rule_table.hpp).
+const char* const kControlPopulation = "--model used with BOS (the resolved --bos: 1 yes, 0 no)";
+
 // Every threshold and locator of the three rules is read from the registered rule (analysis/rule_table.hpp):
 // the sink's eps ("sink_eps"), the precondition ("with_bos_sink_rate_min"), recovery ("recovery_ratio_min"),
 // the first layers' change ("first_layers_change_ratio_min") and the window model's collapse ("collapse_ratio_max").
@@ -92,10 +99,13 @@ analysis::Condition without_over_with(const analysis::Rule& R, const BosMeasurem
 
 // The A1 rule on one model: a sink to remove, recovery from layer `from` on, change concentrated before it.
 // R: the registered rule it applies (A1 on the BOS-trained model, A1-control on --model).
+// population: a precondition on the model itself (A1-control: used without BOS), checked before the sink's.
 analysis::Verdict recovery_verdict(const analysis::Rule& R, const std::string& claim, const BosMeasurement& m, std::int64_t from,
-                                   analysis::Outcome if_absent, const std::string& null) {
+                                   analysis::Outcome if_absent, const std::string& null,
+                                   const std::optional<analysis::Condition>& population = std::nullopt) {
     const std::string f = std::to_string(from), f1 = std::to_string(from - 1);
     analysis::Verdict v(claim,
+                        std::string(population ? "precondition: " + population->name + " <= 0 (else 'not applicable'); " : "") +
                         "precondition: with-BOS Sink^0.3_0[" + f + ":] (bootstrap over samples) lower bound >= 0.3 (else '" +
                             analysis::to_string(if_absent) + "'); reproduced when (1) the paired ratio Sink^0.3_0[" + f +
                             ":] without / with BOS has lower bound >= 0.8 (Paper A: 'recovers to near its with-BOS level'; "
@@ -105,6 +115,7 @@ analysis::Verdict recovery_verdict(const analysis::Rule& R, const std::string& c
                             "convention: a factor 2); otherwise not reproduced",
                         null);
     v.registered(R);
+    if (population) v.precondition(*population, analysis::Outcome::not_applicable);
     v.precondition(sink_present(R, m, from), if_absent);
     v.condition(without_over_with(R, m, from, R.value("recovery_ratio_min"), analysis::Side::at_least));
     const auto d_first = analysis::alpha0_change_per_sample(m.with, m.without, m.H, 0, from - 1);
@@ -254,7 +265,10 @@ int main(int argc, char** argv) {
             const auto& c = in.m.config;
             const std::int64_t cfrom = std::min(from, c.n_layers - 1);
             const auto text = samples(in, opt, cfg.seq_len, cfg.samples, false);
-            const std::int32_t bos = in.tok && in.tok->bos_id() ? *in.tok->bos_id() : 1;
+            // "With BOS" prepends the checkpoint's own BOS id (analysis/bos.hpp), whatever --bos says.
+            require(in.bos.id.has_value(), "A1-control: --model has no BOS token id to prepend (" + in.bos.id_source + ")",
+                    {opt.model, "", {}});
+            const std::int32_t bos = *in.bos.id;
             run.results()["no_bos_control"]["bos_token"] = {{"id", bos}, {"text", decode_token(in, bos)}};
             std::vector<Tokens> cw, cwo = text;
             for (Tokens t : text) { t.insert(t.begin(), bos); t.pop_back(); cw.push_back(t); }
@@ -263,11 +277,17 @@ int main(int argc, char** argv) {
             measure_bos_pair(cm, c, in.m.weights, cw, cwo, run, opt, "control");
             summarise(cm, cfg.eps, cfrom, "no_bos_control", run, csv, "control_sink_rates.npy");
             if (cfrom >= 1) {
-                auto vc = recovery_verdict(analysis::rule("A1-control"), "A1-control: the same rule on --model (SmolLM2-135M by default), a model trained "
+                const analysis::Rule& Rc = analysis::rule("A1-control");
+                // The population: a model trained without BOS, as the resolved --bos says (auto: its add_bos_token);
+                // checked first, so that a model used with BOS gives 'not applicable' whatever its sinks.
+                const auto population = analysis::exact_condition(kControlPopulation, in.bos.use ? 1.0 : 0.0, 1,
+                                                                  Rc.value("used_with_bos_max"), analysis::Side::at_most);
+                auto vc = recovery_verdict(Rc, "A1-control: the same rule on --model (SmolLM2-135M by default), a model trained "
                                            "WITHOUT a BOS token: recovery is expected there and tests nothing",
-                                           cm, cfrom, analysis::Outcome::not_applicable, kRandomInitNull);
+                                           cm, cfrom, analysis::Outcome::not_applicable, kRandomInitNull, population);
                 vc.details()["model"] = opt.model;
                 vc.details()["bos_token_id"] = bos;
+                vc.details()["bos"] = in.bos.to_json();
                 run.verdict(vc);
             }
         }

@@ -62,11 +62,12 @@ int main(int argc, char** argv) {
     return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"ablation_samples", cfg.ablation_samples}, {"seq_len", cfg.seq_len},
                         {"knockouts_in_every_layer", cfg.every_layer},
-                        {"pca_samples", cfg.pca_samples}, {"eps", cfg.eps}, {"bos", false}, {"ablation", "zero, all positions"}};
+                        {"pca_samples", cfg.pca_samples}, {"eps", cfg.eps}, {"ablation", "zero, all positions"}};
         Inputs in = load_inputs(opt, run);
         const auto& c = in.m.config;
         const std::int64_t d = c.d_model, L = c.n_layers;
-        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
+        run.config()["bos"] = in.bos.use;  // the resolved --bos (why: meta.json "bos")
+        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, in.bos.use);
         const std::int64_t N = std::int64_t(smp.size()), T = std::int64_t(smp[0].size());
 
         const analysis::Rule& R = analysis::rule("A2");

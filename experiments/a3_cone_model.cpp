@@ -62,13 +62,14 @@ int main(int argc, char** argv) {
     const Experiment experiment{"a3_cone_model", "A3: cone model (unit-norm and value-drain), predicted vs measured attention-output norms",
                                 "A3: E||o||^2 = a^2 + (1 - a^2) E[sum p^2]; position 0 has the largest output norm " "(and the value-drain extension a^2 (sum p r)^2 + (1 - a^2) sum p^2 r^2)"};
     return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
-        run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"bos", false},
+        run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len},
                         {"values", "hook_v of the head's kv head (before W_O)"}, {"output", "hook_z of the query head"},
                         {"alpha", "theory::fit_cone per sample and kv head (normalised values); alpha_debiased for the cone precondition"}};
         Inputs in = load_inputs(opt, run);
         const auto& c = in.m.config;
         const std::int64_t L = c.n_layers, H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
-        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
+        run.config()["bos"] = in.bos.use;  // the resolved --bos (why: meta.json "bos")
+        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, in.bos.use);
         const std::int64_t N = std::int64_t(smp.size()), T = std::int64_t(smp[0].size());
 
         // Per sample, layer and position, averaged over heads: value-drain prediction, unit-norm

@@ -41,12 +41,13 @@ int main(int argc, char** argv) {
                                 "B1: rise-plateau-fall of massive activations; step-up/step-down sub-blocks"};
     return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"trace_samples", cfg.trace_samples},
-                        {"tau", cfg.tau}, {"bos", false},
+                        {"tau", cfg.tau},
                         {"sub_block_map", "i=2l+1: blocks.l.hook_attn_out (H_i=resid_mid); i=2l+2: blocks.l.hook_mlp_out (H_i=resid_post)"}};
         Inputs in = load_inputs(opt, run);
         const auto& c = in.m.config;
         const std::int64_t d = c.d_model, nsub = 2 * c.n_layers;
-        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
+        run.config()["bos"] = in.bos.use;  // the resolved --bos (why: meta.json "bos")
+        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, in.bos.use);
 
         run.phase("trace spike");
         const std::vector<Tokens> head(smp.begin(), smp.begin() + std::min<std::size_t>(smp.size(), cfg.trace_samples));

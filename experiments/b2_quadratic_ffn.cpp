@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
         const auto& c = in.m.config;
         const std::int64_t L = c.n_layers, d = c.d_model;
         require(c.ffn == model::FfnKind::swiglu, "B2 needs a SwiGLU FFN");
-        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
+        run.config()["bos"] = in.bos.use;  // the resolved --bos (why: meta.json "bos")
+        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, in.bos.use);
 
         const analysis::Rule& R = analysis::rule("B2");
         run.phase("locate step-up");

@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
                                       "(median of the token's 1-position state) is reported too"}};
 
         run.phase("locate step-up");
-        const auto nat = samples(in, opt, cfg.seq_len, std::max(cfg.trace_samples, cfg.text_samples), false);
+        run.config()["bos"] = in.bos.use;  // the resolved --bos (why: meta.json "bos")
+        const auto nat = samples(in, opt, cfg.seq_len, std::max(cfg.trace_samples, cfg.text_samples), in.bos.use);
         const std::vector<Tokens> head(nat.begin(), nat.begin() + std::min<std::size_t>(nat.size(), cfg.trace_samples));
         const SpikeTrace tr = trace_spike(in, opt, head, analysis::rule("B3a").value("step_tau"));
         const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer

@@ -98,11 +98,12 @@ int main(int argc, char** argv) {
     const Experiment experiment{"b4_rmsnorm_sparsity", "B4: RMSNorm makes spike tokens sparse and near-constant",
                                 "B4: normalised spike tokens are bounded, sparse and near-constant"};
     return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
-        run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"bos", false}};
+        run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}};
         Inputs in = load_inputs(opt, run);
         const auto& c = in.m.config;
         const std::int64_t L = c.n_layers, d = c.d_model;
-        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
+        run.config()["bos"] = in.bos.use;  // the resolved --bos (why: meta.json "bos")
+        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, in.bos.use);
         const std::int64_t N = std::int64_t(smp.size());
 
         const analysis::Rule& R = analysis::rule("B4");

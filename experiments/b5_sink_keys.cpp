@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
         const auto& c = in.m.config;
         require(c.positions == model::PositionKind::rope, "B5 reads hook_rot_q / hook_rot_k: needs a RoPE model");
         const std::int64_t L = c.n_layers, H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
-        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
+        run.config()["bos"] = in.bos.use;  // the resolved --bos (why: meta.json "bos")
+        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, in.bos.use);
         const std::int64_t N = std::int64_t(smp.size());
         require(N >= 4, "B5 needs at least 4 samples (two per half)");
 

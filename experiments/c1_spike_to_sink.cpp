@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
     const Experiment experiment{"c1_spike_to_sink", "C1-C3: the causal chain spike -> sink, by interventions",
                                 "C1-C3: the spike causes the position-0 sink (ablation and patching, with controls)"};
     return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
-        run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"eps", cfg.eps}, {"bos", false},
+        run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"eps", cfg.eps},
                         {"kept_max", analysis::rule("C1").value("kept_share_max")},
                         {"sinks_present_min", analysis::rule("C1").value("clean_sink_rate_min")},
                         {"massive_share_min", analysis::rule("C1").value("spike_present_share_min")},
@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
         Inputs in = load_inputs(opt, run);
         const auto& c = in.m.config;
         const std::int64_t d = c.d_model, L = c.n_layers, H = c.n_heads;
-        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
+        run.config()["bos"] = in.bos.use;  // the resolved --bos (why: meta.json "bos")
+        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, in.bos.use);
         const std::int64_t N = std::int64_t(smp.size()), T = std::int64_t(smp[0].size());
 
         run.phase("trace spike (all samples)");

@@ -14,6 +14,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include <type_traits>
 #include <vector>
 
+#include <sinkscope/analysis/bos.hpp>
 #include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/analysis/spike_trace.hpp>
 #include <sinkscope/analysis/spikes.hpp>
@@ -66,6 +68,8 @@ struct CommonOptions {
                                       // maps kept in their file types) or "bf16" (model/load.hpp)
     std::string compute = "exact";    // "exact", "int8" or "bf16" (model::load_options_from)
     std::int64_t forward_batch = 8;   // samples per forward pass where batching is bit-exact (model::forward_each)
+    std::string bos = "auto";         // BOS first in --model's samples: "auto" (the checkpoint's add_bos_token; absent
+                                      // means no), "on" or "off" (analysis/bos.hpp); meta.json "bos" says why
 };
 
 // The null control every verdict names: the rule must not say "reproduced" on it.
@@ -99,6 +103,18 @@ inline void add_common(CLI::App& app, CommonOptions& o) {
                    "sample at a time gives (dense FFN, float32 or int8 products, lengths a multiple of 4); "
                    "interventions run one sample at a time")
         ->check(CLI::Range(std::int64_t(1), std::int64_t(4096)))->capture_default_str();
+}
+
+// --bos for the samples of --model, unless the experiment has its own --bos (a4_training_trace, a4_scale_sweep:
+// whether the models they train see BOS). Added after the experiment's flags, so that its own wins.
+inline void add_bos_flag(CLI::App& app, CommonOptions& o) {
+    if (app.get_option_no_throw("--bos") != nullptr) return;
+    app.add_option("--bos", o.bos,
+                   "BOS first in the samples of --model: auto (the checkpoint's add_bos_token: GGUF "
+                   "tokenizer.ggml.add_bos_token, or tokenizer_config.json; an absent key means no BOS), on (an "
+                   "error when the checkpoint has no BOS id) or off; meta.json records the value used and where it "
+                   "came from")
+        ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
 }
 
 inline std::string shell_output(const std::string& cmd) {
@@ -204,7 +220,8 @@ struct Experiment {
 //            Run (`Run run = start();`), so that a refused command line writes nothing.
 // Exit status: CLI11's for --help and bad flags; 2 with the message on stderr when the body throws a
 // `Caught` (sinkscope::Error, or std::exception where an experiment also reports the standard library's
-// exceptions); 0 when the body returns.
+// exceptions), and 2 with a clear message for any other std::exception, std::bad_alloc included; 0 when the
+// body returns.
 template <class Caught = Error, class Config, class AddFlags, class Smoke, class Body>
 int run_experiment(int argc, char** argv, const Experiment& experiment, Config& cfg, AddFlags add_flags, Smoke smoke_sizes,
                    Body body) {
@@ -212,17 +229,28 @@ int run_experiment(int argc, char** argv, const Experiment& experiment, Config& 
     CommonOptions opt;
     add_common(app, opt);
     add_flags(app, cfg);
+    add_bos_flag(app, opt);
     CLI11_PARSE(app, argc, argv);
     if (opt.smoke) smoke_sizes(cfg);
     try {
-        if constexpr (std::is_invocable_v<Body&, Run&, const CommonOptions&>) {
-            Run run(experiment.name, experiment.claim, opt, argc, argv);
-            body(run, static_cast<const CommonOptions&>(opt));
-        } else {
-            body(static_cast<const CommonOptions&>(opt), [&] { return Run(experiment.name, experiment.claim, opt, argc, argv); });
+        try {
+            if constexpr (std::is_invocable_v<Body&, Run&, const CommonOptions&>) {
+                Run run(experiment.name, experiment.claim, opt, argc, argv);
+                body(run, static_cast<const CommonOptions&>(opt));
+            } else {
+                body(static_cast<const CommonOptions&>(opt), [&] { return Run(experiment.name, experiment.claim, opt, argc, argv); });
+            }
+        } catch (const Caught& e) {
+            std::cerr << e.what() << "\n";
+            return 2;
         }
-    } catch (const Caught& e) {
-        std::cerr << e.what() << "\n";
+    } catch (const std::bad_alloc&) {
+        // Where no check of the sizes came first (load_inputs checks the weights): a message, not an abort.
+        std::cerr << "[" << experiment.name << "] out of memory (std::bad_alloc): try smaller sizes, --weights file, or "
+                  << "--forward-batch 1\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "[" << experiment.name << "] error: " << e.what() << "\n";
         return 2;
     }
     return 0;
@@ -247,10 +275,11 @@ private:
     std::ofstream f_;
 };
 
-// The model, loaded once, and its tokenizer when it has a usable one.
+// The model, loaded once, its tokenizer when it has a usable one, and --bos resolved against the checkpoint.
 struct Inputs {
     model::LoadedModel<float> m;
     std::unique_ptr<tokenizer::Tokenizer> tok;
+    analysis::BosChoice bos;  // whether --model's samples start with BOS, the id, and where both came from
 };
 
 inline Inputs load_inputs(const CommonOptions& o, Run& run) {
@@ -258,7 +287,7 @@ inline Inputs load_inputs(const CommonOptions& o, Run& run) {
     // After a check that the weights fit in memory (an Error naming what is needed, not a bad_alloc).
     const model::LoadOptions options = model::load_options_from(o.weights, o.compute);
     train::WeightMemory counted;
-    Inputs in{train::load_within_memory(o.model, options, &counted), nullptr};
+    Inputs in{train::load_within_memory(o.model, options, &counted), nullptr, {}};
     // The storage the load used ("auto" chooses float32 when it fits); what was asked stays beside it.
     run.meta()["weights"]["storage"] = counted.storage;
     if (counted.storage != o.weights) run.meta()["weights"]["asked"] = o.weights;
@@ -272,6 +301,11 @@ inline Inputs load_inputs(const CommonOptions& o, Run& run) {
         try { in.tok = std::make_unique<tokenizer::Tokenizer>(analysis::tokenizer_for(in.m)); }
         catch (const Error& e) { std::cerr << "  no usable tokenizer (" << e.message() << "): using random token ids\n"; }
     }
+    // --bos against the checkpoint's own convention (the metadata survives --random-init).
+    in.bos = analysis::resolve_bos(in.m, analysis::parse_bos_mode(o.bos));
+    run.meta()["bos"] = in.bos.to_json();
+    std::cerr << "  BOS: " << (in.bos.use ? "first in every sample" : "none") << " (--bos " << o.bos << ": " << in.bos.source
+              << ")\n";
     run.meta()["model_config"] = in.m.config.describe();
     std::cerr << "  " << in.m.config.describe() << "\n";
     return in;
@@ -314,20 +348,22 @@ inline void measure_samples(Run& run, const CommonOptions& o, const model::Confi
     total = (total.is_number() ? total.get<std::int64_t>() : 0) + passes;
 }
 
-// `n` samples of `length` tokens: consecutive pieces of the corpus (BOS first when `bos`), or uniform
-// random ids (BOS first when `bos` and the model has one) when there is no tokenizer. Only a prefix of
-// the corpus is tokenized, grown until it gives enough samples.
+// `n` samples of `length` tokens: consecutive pieces of the corpus, or uniform random ids when there is no
+// tokenizer, with the checkpoint's BOS id first when `bos` (experiments pass in.bos.use, the resolved --bos;
+// an Error when the checkpoint has no BOS id). Only a prefix of the corpus is tokenized, grown until it gives
+// enough samples.
 inline std::vector<Tokens> samples(const Inputs& in, const CommonOptions& o, std::int64_t length, std::int64_t n,
                                    bool bos, std::uint64_t stream = 0) {
+    require(!bos || in.bos.id.has_value(), "BOS asked for but the checkpoint has no BOS token id (" + in.bos.id_source + ")",
+            {in.m.path, "", {}});
     if (!o.tokens_file.empty()) {
-        // Fixed sequences: the first `length` ids of each line (BOS first when `bos` and the model has one).
+        // Fixed sequences: the first `length` ids of each line (BOS first when `bos`).
         const auto seqs = analysis::read_token_file(o.tokens_file, in.m.config.vocab_size);
         std::vector<Tokens> out;
-        const std::int32_t bos_id = in.tok && in.tok->bos_id() ? *in.tok->bos_id() : 1;
         for (const auto& q : seqs) {
             if (std::int64_t(out.size()) == n) break;
             Tokens s;
-            if (bos) s.push_back(bos_id);
+            if (bos) s.push_back(*in.bos.id);
             for (std::size_t i = 0; i < q.size() && std::int64_t(s.size()) < length; ++i) s.push_back(q[i]);
             if (std::int64_t(s.size()) == length) out.push_back(std::move(s));
         }
@@ -340,7 +376,7 @@ inline std::vector<Tokens> samples(const Inputs& in, const CommonOptions& o, std
         std::uniform_int_distribution<std::int32_t> pick(0, std::int32_t(in.m.config.vocab_size - 1));
         std::vector<Tokens> out(n);
         for (auto& s : out) {
-            if (bos) s.push_back(1 < in.m.config.vocab_size ? 1 : 0);
+            if (bos) s.push_back(*in.bos.id);
             while (std::int64_t(s.size()) < length) s.push_back(pick(rng));
         }
         return out;
@@ -350,6 +386,9 @@ inline std::vector<Tokens> samples(const Inputs& in, const CommonOptions& o, std
         std::cerr << "  corpus " << path << " not found (run scripts/fetch_corpus.sh); using data/sample.txt\n";
         path = source_path("data/sample.txt");
     }
+    // The tokenizer reads its BOS from the same keys; a checkpoint where they differ is refused, not guessed.
+    require(!bos || in.tok->bos_id() == in.bos.id,
+            "the tokenizer's BOS id differs from the checkpoint's (" + in.bos.id_source + ")", {in.m.path, "", {}});
     const std::string text = analysis::read_text_file(path);
     std::size_t bytes = std::size_t(std::max<std::int64_t>(4096, length * n * 8));
     for (;;) {

@@ -39,10 +39,11 @@ int main(int argc, char** argv) {
                                 "StreamingLLM: 0+W window attention collapses, 4+(W-4) restores perplexity"};
     return run_experiment(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         run.config() = {{"samples", cfg.samples}, {"seq_len", cfg.seq_len}, {"window", cfg.window}, {"sinks", cfg.sinks},
-                        {"bos", false}, {"nll_positions", "predictions made at positions >= W"}};
+                        {"nll_positions", "predictions made at positions >= W"}};
         Inputs in = load_inputs(opt, run);
         const auto& c = in.m.config;
-        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, false);
+        run.config()["bos"] = in.bos.use;  // the resolved --bos (why: meta.json "bos")
+        const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, in.bos.use);
         Csv csv(run.path("conditions.csv"), {"condition", "sinks", "window", "mean_nll", "perplexity"});
         json cj;
         struct Cond { std::string name; std::int64_t sinks, window; };

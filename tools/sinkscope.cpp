@@ -1,7 +1,7 @@
 // sinkscope — command-line front end of the library.
 //
 //   sinkscope info MODEL [--weights auto|float32|file|bf16] [--compute exact|int8|bf16]   architecture, shapes, tensor types
-//   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos | --no-bos] --hooks NAME[,NAME…] --out DIR
+//   sinkscope capture MODEL (--text T | --tokens 1,2,3) [--bos auto|on|off | --no-bos] --hooks NAME[,NAME…] --out DIR
 //                   [--weights auto|float32|file|bf16] [--compute exact|int8|bf16]
 //                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json;
 //                                                --weights file keeps the linear maps of a GGUF or HF
@@ -12,7 +12,7 @@
 //                                                the memory; with --compute bf16 the same products, faster);
 //                                                hooks stay float32
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
-//                   [--bos] [--shard I/N] [--json F] [--batch 8] [--weights auto|float32|file|bf16] [--compute exact|int8|bf16]
+//                   [--bos auto|on|off] [--shard I/N] [--json F] [--batch 8] [--weights auto|float32|file|bf16] [--compute exact|int8|bf16]
 //                                                per-layer massive-activation and sink summary; with
 //                                                --shard only the I-th (0-based) of N equal contiguous
 //                                                parts of the samples; --json also holds the reducers' state;
@@ -31,6 +31,9 @@
 // MODEL is a .gguf file, a Hugging Face directory (config.json + safetensors) or a sinkscope checkpoint
 // (a training run's checkpoint.safetensors, or a random-model file; these carry no tokenizer: use
 // --tokens-file, one sequence of ids per line).
+// --bos: auto (the default) puts BOS first when the checkpoint's add_bos_token says so (an absent key: no BOS),
+// on and off decide; a bare --bos means on, --no-bos off (analysis/bos.hpp). It applies to text; the JSON
+// written records the value used and where it came from.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -43,6 +46,7 @@
 #include <set>
 #include <sstream>
 
+#include <sinkscope/analysis/bos.hpp>
 #include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/summary.hpp>
@@ -166,9 +170,12 @@ int cmd_info(const std::string& path, const model::LoadOptions& options) {
     return 0;
 }
 
+// The token ids of --text (BOS first as --bos resolves) or --tokens (as given); `bos` records the decision.
 std::vector<std::int32_t> input_tokens(const model::LoadedModel<float>& m, const std::string& text,
-                                       const std::string& tokens, int bos_flag) {
+                                       const std::string& tokens, analysis::BosMode mode, analysis::BosChoice& bos) {
     if (!tokens.empty()) {
+        require(mode != analysis::BosMode::on, "capture: --bos on applies to --text; put the BOS id into --tokens instead");
+        bos = analysis::BosChoice{mode, false, std::nullopt, "--tokens: the ids as given", ""};
         std::vector<std::int32_t> ids;
         for (const auto& s : split(tokens, ',')) {
             try { ids.push_back(std::int32_t(std::stoll(s))); }
@@ -177,17 +184,20 @@ std::vector<std::int32_t> input_tokens(const model::LoadedModel<float>& m, const
         return ids;
     }
     const auto tok = analysis::tokenizer_for(m);
-    const bool bos = bos_flag == 0 ? tok.add_bos_default() : bos_flag > 0;
-    return tok.encode(text, bos);
+    bos = analysis::resolve_bos(m, mode);
+    require(!bos.use || tok.bos_id() == bos.id, "the tokenizer's BOS id differs from the checkpoint's (" + bos.id_source + ")",
+            {m.path, "", {}});
+    return tok.encode(text, bos.use);
 }
 
-int cmd_capture(const std::string& path, const std::string& text, const std::string& tokens, int bos_flag,
+int cmd_capture(const std::string& path, const std::string& text, const std::string& tokens, analysis::BosMode bos_mode,
                 const std::string& hooks_arg, const std::string& out, const model::LoadOptions& options) {
     // Checked before the model is loaded, so a bad --out costs nothing.
     if (fs::exists(out) && !fs::is_directory(out))
         throw Error("capture: --out must name a directory (new or existing), and this is an existing file", {out, "", {}});
     const auto m = load_checked(path, options);
-    const auto ids = input_tokens(m, text, tokens, bos_flag);
+    analysis::BosChoice bos;
+    const auto ids = input_tokens(m, text, tokens, bos_mode, bos);
     const auto all = model::hook_names(m.config);
     std::vector<std::string> wanted;
     for (const auto& h : split(hooks_arg, ',')) {
@@ -212,7 +222,7 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
                         {"tokens", ids}, {"hooks", wanted}, {"config", train::config_to_json(m.config)},
                         {"forward_seconds", elapsed}, {"dtype", "float32"},
                         {"weights", model::to_string(m.weights.storage)},
-                        {"compute", compute_name(m.weights)}};
+                        {"compute", compute_name(m.weights)}, {"bos", bos.to_json()}};
     if (!g_weights.reason.empty()) meta["weights_reason"] = g_weights.reason;  // --weights auto chose file types
     std::ofstream meta_out(out + "/meta.json");
     meta_out << meta.dump(1) << "\n";
@@ -239,7 +249,7 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 }
 
 int cmd_stats(const std::string& path, const std::string& text_file, const std::string& text, const std::string& tokens_file,
-              std::int64_t seq_len, std::int64_t max_samples, double eps, int bos_flag, const std::string& shard_arg,
+              std::int64_t seq_len, std::int64_t max_samples, double eps, analysis::BosMode bos_mode, const std::string& shard_arg,
               const std::string& json_out, std::int64_t batch, const model::LoadOptions& options) {
     const Shard shard = shard_arg.empty() ? Shard{} : parse_shard(shard_arg);
     analysis::StatsRequest request;
@@ -250,18 +260,24 @@ int cmd_stats(const std::string& path, const std::string& text_file, const std::
     request.seq_len = seq_len;
     request.max_samples = max_samples;
     request.eps = eps;
-    request.bos = bos_flag > 0;  // Gu et al.'s convention: no BOS unless asked
+    request.bos = bos_mode == analysis::BosMode::on;  // auto is resolved once the checkpoint is read
     request.shard = shard;
     request.batch = batch;
     analysis::check_request(request);  // before the load, so a bad request costs nothing
     const auto t0 = std::chrono::steady_clock::now();
     const auto m = load_checked(path, options);
     std::cerr << "loaded " << path << " in " << seconds_since(t0) << " s: " << m.config.describe() << "\n";
+    // --bos against the checkpoint (text only: a token file's ids are used as given).
+    const analysis::BosChoice bos = tokens_file.empty() ? analysis::resolve_bos(m, bos_mode)
+                                                        : analysis::BosChoice{bos_mode, false, std::nullopt,
+                                                                              "--tokens-file: the ids as given", ""};
+    request.bos = bos.use;
     const auto t1 = std::chrono::steady_clock::now();
-    const auto run = analysis::run_stats(m, request, [&](std::int64_t done, std::int64_t of) {
+    auto run = analysis::run_stats(m, request, [&](std::int64_t done, std::int64_t of) {
         std::cerr << "\rsample " << done << "/" << of << " (" << seconds_since(t1) << " s)" << std::flush;
     });
     std::cerr << "\n";
+    run.settings["bos_setting"] = bos.to_json();  // the value used ("bos") and where it came from; merge compares it
     const std::string note = shard.count == 1 ? "" : ", shard " + std::to_string(shard.index) + "/" +
                                                      std::to_string(shard.count) + " (samples " + std::to_string(run.first) +
                                                      "…" + std::to_string(run.end - 1) + " of " + std::to_string(run.total) + ")";
@@ -413,7 +429,8 @@ int main(int argc, char** argv) {
 
     std::string model_path, text, tokens, hooks, out, text_file, json_out, tokens_file, shard;
     std::uint64_t seed = 1;
-    bool bos = false, no_bos = false, list_hooks = false, describe_hooks = false;
+    std::string bos = "auto";
+    bool no_bos = false, list_hooks = false, describe_hooks = false;
     std::int64_t seq_len = 64, samples = 0, batch = 8;
     double eps = measures::kSinkEps;
 
@@ -435,7 +452,10 @@ int main(int argc, char** argv) {
     capture->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
     auto* text_opt = capture->add_option("--text", text, "input text (tokenized with the model's tokenizer)");
     capture->add_option("--tokens", tokens, "input token ids, comma-separated")->excludes(text_opt);
-    auto* bos_opt = capture->add_flag("--bos", bos, "prepend BOS (default: the tokenizer's own setting)");
+    auto* bos_opt = capture->add_option("--bos", bos, "BOS first: auto (the checkpoint's add_bos_token; an absent key: "
+                                        "no BOS), on or off; a bare --bos means on")
+                        ->expected(0, 1)->default_str("on")->option_text("auto|on|off (default auto)")
+                        ->check(CLI::IsMember({"auto", "on", "off"}));
     capture->add_flag("--no-bos", no_bos, "never prepend BOS")->excludes(bos_opt);
     capture->add_option("--hooks", hooks, "hook names, comma-separated (TransformerLens names)");
     capture->add_option("--out", out, "output directory");
@@ -453,7 +473,10 @@ int main(int argc, char** argv) {
     stats->add_option("--seq-len", seq_len, "tokens per sample (Gu et al.: 64)")->check(CLI::Range(2, 1 << 20));
     stats->add_option("--samples", samples, "at most this many samples (0: all the text gives)");
     stats->add_option("--eps", eps, "sink threshold ε on α₀ (Gu et al.: 0.3)")->check(CLI::Range(0.0, 1.0));
-    stats->add_flag("--bos", bos, "prepend BOS to every sample (default: none, as Gu et al.)");
+    stats->add_option("--bos", bos, "BOS first in every text sample: auto (the checkpoint's add_bos_token; an absent "
+                      "key: no BOS, as Gu et al.), on or off; a bare --bos means on")
+        ->expected(0, 1)->default_str("on")->option_text("auto|on|off (default auto)")
+        ->check(CLI::IsMember({"auto", "on", "off"}));
     stats->add_option("--shard", shard, "I/N: only the I-th (from 0) of N equal contiguous parts of the samples");
     stats->add_option("--json", json_out, "also write the summary and the mergeable state as JSON here");
     stats->add_option("--weights", weights, weights_help)->check(CLI::IsMember(weight_words))->capture_default_str();
@@ -523,12 +546,14 @@ int main(int argc, char** argv) {
             if (text.empty() && tokens.empty()) throw Error("capture: give --text or --tokens");
             if (hooks.empty()) throw Error("capture: give --hooks");
             if (out.empty()) throw Error("capture: give --out");
-            return cmd_capture(model_path, text, tokens, bos ? 1 : (no_bos ? -1 : 0), hooks, out, load_options(weights, compute));
+            return cmd_capture(model_path, text, tokens, no_bos ? analysis::BosMode::off : analysis::parse_bos_mode(bos), hooks,
+                               out, load_options(weights, compute));
         }
         if (*stats) {
             if (text.empty() && text_file.empty() && tokens_file.empty())
                 throw Error("stats: give --text-file, --text or --tokens-file");
-            return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, bos ? 1 : -1, shard, json_out, batch,
+            return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, analysis::parse_bos_mode(bos), shard,
+                             json_out, batch,
                              load_options(weights, compute));
         }
         if (*merge) return cmd_merge(shard_files, json_out);

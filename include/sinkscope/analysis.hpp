@@ -2,3 +2,4 @@
 #pragma once
 #include "sinkscope/analysis/summary.hpp"
 #include "sinkscope/analysis/text.hpp"
+#include "sinkscope/analysis/bos.hpp"

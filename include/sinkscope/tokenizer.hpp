@@ -6,3 +6,4 @@
 #include "sinkscope/tokenizer/bpe.hpp"
 #include "sinkscope/tokenizer/sentencepiece.hpp"
 #include "sinkscope/tokenizer/tokenizer.hpp"
+#include "sinkscope/tokenizer/bos.hpp"

@@ -217,9 +217,16 @@ class Model:
         """Every hook name of this model, in the order the forward pass reaches them."""
         return list(self._names)
 
-    def to_tokens(self, text: str, bos: Optional[bool] = None) -> np.ndarray:
-        """The model's tokenizer on `text`: int32 ids, shape (pos,). bos=None: the tokenizer's own default."""
-        return self._m.to_tokens(text, bos)
+    def bos(self, mode="auto") -> dict:
+        """Whether BOS goes first, as the CLI's --bos: mode "auto" (the checkpoint's add_bos_token; an absent key
+        means no BOS), "on" (an Error when the checkpoint has no BOS id) or "off"; True and False mean "on" and
+        "off". Returns {"mode", "use", "id", "source", "id_source"}: the decision, the id and where both came from."""
+        return json.loads(self._m.resolve_bos(_bos_mode(mode)))
+
+    def to_tokens(self, text: str, bos="auto") -> np.ndarray:
+        """The model's tokenizer on `text`: int32 ids, shape (pos,). bos: "auto" (or None: the checkpoint's own
+        setting), "on"/True or "off"/False, as Model.bos."""
+        return self._m.to_tokens(text, self.bos(bos)["use"])
 
     def to_string(self, ids) -> str:
         return self._m.to_string([int(i) for i in np.asarray(ids).ravel()])
@@ -288,14 +295,15 @@ class Model:
         order; a hook that raises stops the forward and its exception propagates."""
         return self._run(ids, lengths, [], list(fwd_hooks), return_logits)[0]
 
-    def stats(self, texts=None, *, seq_len: int = 64, eps: float = 0.3, bos: bool = False, samples: int = 0,
+    def stats(self, texts=None, *, seq_len: int = 64, eps: float = 0.3, bos="auto", samples: int = 0,
               batch: int = 8, text_file: Optional[str] = None, tokens_file: Optional[str] = None,
               shard: Optional[str] = None) -> dict:
         """`sinkscope stats`: per-layer top |x| (channel, position), median |x|, position-0 and other-position
         norms, Gu et al.'s sink rate Sink^eps per layer and overall, Sun et al.'s massive flag. Returns the
         dict the CLI's --json writes for the same input: texts (a str, as --text; a list of str is joined
         with newlines first), text_file (--text-file) or tokens_file (--tokens-file), cut into samples of
-        seq_len tokens. `samples` caps their number, `shard` is "I/N"."""
+        seq_len tokens. `samples` caps their number, `shard` is "I/N". bos: as Model.bos, for text (a token file's
+        ids are used as given); settings["bos_setting"] says what was used and why, as the CLI's."""
         given = [x is not None for x in (texts, text_file, tokens_file)]
         if sum(given) != 1:
             raise Error("sinkscope: stats needs exactly one of texts, text_file, tokens_file")
@@ -308,10 +316,29 @@ class Model:
         if tokens_file is not None:
             r.tokens_file = str(tokens_file)
         # The values are checked in C++ (analysis::check_request), as for the CLI.
-        r.seq_len, r.eps, r.bos, r.max_samples, r.batch = int(seq_len), float(eps), bool(bos), int(samples), int(batch)
+        mode = _bos_mode(bos)
+        if tokens_file is None:
+            setting = self.bos(mode)
+        else:
+            setting = {"mode": mode, "use": False, "id": None, "source": "--tokens-file: the ids as given", "id_source": ""}
+        use = setting["use"] or (tokens_file is not None and mode == "on")  # "on" with a token file: C++ refuses it
+        r.seq_len, r.eps, r.bos, r.max_samples, r.batch = int(seq_len), float(eps), bool(use), int(samples), int(batch)
         if shard is not None:
             r.set_shard(str(shard))
-        return json.loads(self._m.stats(r))
+        out = json.loads(self._m.stats(r))
+        out["settings"]["bos_setting"] = setting  # as the CLI writes it
+        return out
+
+
+def _bos_mode(bos) -> str:
+    """The --bos word for a Python value: None -> "auto", True -> "on", False -> "off", or the word itself."""
+    if bos is None:
+        return "auto"
+    if isinstance(bos, bool):
+        return "on" if bos else "off"
+    if bos in ("auto", "on", "off"):
+        return bos
+    raise Error(f"sinkscope: bos must be 'auto', 'on', 'off', True, False or None, not {bos!r}")
 
 
 def load(path, weights: str = "auto", compute: str = "exact") -> Model:

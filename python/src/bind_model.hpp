@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include <sinkscope/analysis/bos.hpp>
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/text.hpp>
 #include <sinkscope/model/attention_surgery.hpp>
@@ -257,6 +258,10 @@ inline void bind_model(nb::module_& m) {
         .def("hook_names", &Model::hook_names)
         .def("config_json", &Model::config_json)
         .def("to_tokens", &Model::to_tokens, nb::arg("text"), nb::arg("bos").none())
+        // --bos auto|on|off against the checkpoint (analysis/bos.hpp), as JSON {"mode","use","id","source","id_source"}.
+        .def("resolve_bos", [](const Model& self, const std::string& mode) {
+            return analysis::resolve_bos(self.loaded(), analysis::parse_bos_mode(mode)).to_json().dump();
+        })
         .def("to_string", &Model::to_string)
         .def("run", &Model::run)
         .def("stats", &Model::stats)

@@ -105,8 +105,11 @@ inline const std::vector<Rule>& rule_table() {
              /*experiment*/ "a1_bos_ablation",
              /*kind*/ "control",
              /*scope*/ "A1's rule on --model (SmolLM2-135M-Instruct by default, trained without BOS): natural-text samples with "
-                      "the tokenizer's BOS id (else 1) prepended to the first T-1 tokens against T text tokens; from_layer "
-                      "capped at L-1. SmolLM2 never saw BOS, so the rule tests nothing there: a check of the method.",
+                      "the checkpoint's BOS id (GGUF tokenizer.ggml.bos_token_id, or the Hugging Face tokenizer's bos_token) "
+                      "prepended to the first T-1 tokens against T text tokens; from_layer capped at L-1. The population is "
+                      "a model trained without BOS, read from the resolved --bos (auto: the checkpoint's add_bos_token, an "
+                      "absent key meaning no BOS; analysis/bos.hpp). SmolLM2 never saw BOS, so the rule tests nothing there: "
+                      "a check of the method.",
              /*values*/
                  {
                      {"from_layer", 2, "locator", "paper: Paper A's Sink^eps_0[2:] ('changes only the first two layers')"},  // a1_bos_ablation.cpp:60, capped :310
@@ -114,8 +117,10 @@ inline const std::vector<Rule>& rule_table() {
                      {"with_bos_sink_rate_min", 0.3, ">=", "convention: a sink to remove"},  // a1_bos_ablation.cpp:65 (kSinkPresent), used :125
                      {"recovery_ratio_min", 0.8, ">=", "convention: within 20 %; Paper A: 'recovers to near its with-BOS level'"},  // a1_bos_ablation.cpp:66, used :150
                      {"first_layers_change_ratio_min", 2.0, ">=", "convention: a factor 2; Paper A: 'changes only the first two layers'"},  // a1_bos_ablation.cpp:67, used :157
+                     {"used_with_bos_max", 0, "<=", "definition: the control's population is models used without BOS (1 when the resolved --bos puts BOS first)"},  // a1_bos_ablation.cpp (population)
                  },
-             /*preconditions*/ {{"with-BOS Sink^0.3_0[2:] (mean over samples)", "not applicable"}},
+             /*preconditions*/ {{"--model used with BOS (the resolved --bos: 1 yes, 0 no)", "not applicable"},
+                                {"with-BOS Sink^0.3_0[2:] (mean over samples)", "not applicable"}},
              /*outcomes*/ {{"every condition holds", "reproduced"},
                           {"a condition fails", "not reproduced"},
                           {"a precondition fails", "not applicable"},
