@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
-"""Calibrate the verdict rules on a planted massive activation (theory/planted_massive.md).
+"""Calibrate the verdict rules on a planted mechanism (theory/planted_massive.md, theory/planted_sink_keys.md).
 
-Builds the planted model, its twin and the planted model at doses 0, 0.25, 0.5, 1 with
-`sinkscope planted massive`, runs the experiment executables (b1, b2, b3, b4, p1) on each (and on
-`--random-init 1`, the project's null), and prints / writes the outcome of every rule per model:
-rule -> planted / twin / random / dose 0 / 0.25 / 0.5 / 1, and the dose threshold (the smallest dose at
-which the rule says "reproduced"). Writes calibration.json and calibration.md in --out.
+--construction massive (default): builds the planted massive activation, its twin and the planted model at
+doses 0, 0.25, 0.5, 1 with `sinkscope planted massive` and runs the experiment executables (b1, b2, b3,
+b4, p1) on each. --construction sink-keys: the same with `sinkscope planted sink-keys` (sink heads whose
+keys read the planted spike channel; the twin's keys are blind to it; --layout llama or layernorm-gelu) and
+b5. Every model is also run with `--random-init 1`, the project's null. Prints / writes the outcome of every
+rule per model: rule -> planted / twin / random / dose 0 / 0.25 / 0.5 / 1, and the dose threshold (the
+smallest dose at which the rule says "reproduced"). Writes calibration.json and calibration.md in --out.
 
 --check asserts what the construction guarantees (exit 1 otherwise):
   planted: every rule in DESIGNED says "reproduced";
-  twin and random: no rule says "reproduced".
+  twin and random: no rule says "reproduced"; where TWIN_EXPECTED names a rule, the twin must give exactly
+  that outcome (sink-keys: B5 "not reproduced", i.e. every precondition holds and a core condition fails).
 Rules the construction does not make true (P1: the planted spike has no function; B3b: no spikes at
 positions >= 1) are reported, never asserted to pass. The rules and their thresholds are not touched.
 
-  scripts/calibrate_planted.py --build build [--size default|smoke] [--out out/calibration] [--check]
-  (CTest: calibration_planted_massive and calibration_planted_massive_smoke, label "calibration")
+  scripts/calibrate_planted.py --build build [--construction massive|sink-keys] [--layout llama|layernorm-gelu]
+                               [--size default|smoke] [--out out/calibration] [--check]
+  (CTest: calibration_planted_massive[_smoke], calibration_planted_sink_keys[_smoke],
+   calibration_planted_sink_keys_layernorm_gelu_smoke; label "calibration")
 """
 import argparse
 import json
@@ -22,11 +27,18 @@ import os
 import subprocess
 import sys
 
-EXPERIMENTS = ["b1_spike_lifecycle", "b2_quadratic_ffn", "b3_vocab_position0", "b4_rmsnorm_sparsity", "p1_massive_ablation"]
+EXPERIMENTS = {"massive": ["b1_spike_lifecycle", "b2_quadratic_ffn", "b3_vocab_position0", "b4_rmsnorm_sparsity",
+                            "p1_massive_ablation"],
+               "sink-keys": ["b5_sink_keys"]}
 DOSES = [0.0, 0.25, 0.5, 1.0]
-# Rules the construction is designed to make true (theory/planted_massive.md, P5). B3a needs the default
-# size: at --smoke it scores 48 vocabulary tokens, whose Clopper-Pearson lower bound at 48/48 is 0.926 < 0.95.
-DESIGNED = {"default": ["B1", "B2", "B3a", "B4"], "smoke": ["B1", "B2", "B4"]}
+# Rules each construction is designed to make true (theory/planted_massive.md P5, theory/planted_sink_keys.md
+# K2). B3a needs the default size: at --smoke it scores 48 vocabulary tokens, whose Clopper-Pearson lower bound
+# at 48/48 is 0.926 < 0.95.
+DESIGNED = {"massive": {"default": ["B1", "B2", "B3a", "B4"], "smoke": ["B1", "B2", "B4"]},
+            "sink-keys": {"default": ["B5"], "smoke": ["B5"]}}
+# The twin's outcome where the construction fixes it: the sink-key twin keeps the spike and the sink heads
+# (every precondition holds) and its keys leave the weight-predicted subspace (the core condition fails).
+TWIN_EXPECTED = {"massive": {}, "sink-keys": {"B5": "not reproduced"}}
 
 
 def run(cmd, log):
@@ -61,28 +73,36 @@ def main():
     ap.add_argument("--out", default="out/calibration", help="output directory")
     ap.add_argument("--size", choices=["default", "smoke"], default="default", help="experiment size")
     ap.add_argument("--seed", default="1", help="seed of the planted background")
+    ap.add_argument("--construction", choices=["massive", "sink-keys"], default="massive", help="the planted mechanism")
+    ap.add_argument("--layout", choices=["llama", "layernorm-gelu"], default="llama",
+                    help="the planted model's layout (sink-keys only; massive uses the small Llama)")
     ap.add_argument("--check", action="store_true", help="assert the construction's guarantees (exit 1 otherwise)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     cli = a.cli or os.path.join(a.build, "tools", "sinkscope")
     exe_dir = a.experiments or os.path.join(a.build, "experiments")
 
+    build = [cli, "planted", a.construction, "--seed", a.seed]
+    if a.construction == "sink-keys":
+        build += ["--layout", a.layout]
+    experiments = EXPERIMENTS[a.construction]
+    designed = DESIGNED[a.construction][a.size]
     models = {}  # column -> (checkpoint, extra experiment flags)
     for dose in DOSES:
         path = os.path.join(a.out, f"planted_dose{dose}.safetensors")
-        if run([cli, "planted", "massive", "--out", path, "--dose", str(dose), "--seed", a.seed], path + ".log") != 0:
-            sys.exit(f"sinkscope planted massive failed: see {path}.log")
+        if run(build + ["--out", path, "--dose", str(dose)], path + ".log") != 0:
+            sys.exit(f"sinkscope planted {a.construction} failed: see {path}.log")
         models[f"dose {dose:g}"] = (path, [])
     twin = os.path.join(a.out, "twin.safetensors")
-    if run([cli, "planted", "massive", "--out", twin, "--twin", "--seed", a.seed], twin + ".log") != 0:
-        sys.exit(f"sinkscope planted massive --twin failed: see {twin}.log")
+    if run(build + ["--out", twin, "--twin"], twin + ".log") != 0:
+        sys.exit(f"sinkscope planted {a.construction} --twin failed: see {twin}.log")
     planted = models["dose 1"][0]
     columns = {"planted": (planted, []), "twin": (twin, []), "random": (planted, ["--random-init", "1"])}
     columns.update(models)
 
     table = {}  # rule -> column -> outcome record
     for col, (ckpt, extra) in columns.items():
-        for e in EXPERIMENTS:
+        for e in experiments:
             d = os.path.join(a.out, col.replace(" ", "_"), e)
             os.makedirs(d, exist_ok=True)
             cmd = [os.path.join(exe_dir, e), "--model", ckpt, "--random-tokens", "--out", d] + extra
@@ -97,7 +117,8 @@ def main():
                 table.setdefault(rule, {})[col] = rec
 
     dose_cols = [f"dose {x:g}" for x in DOSES]
-    result = {"size": a.size, "seed": a.seed, "designed": DESIGNED[a.size], "rules": {}}
+    result = {"construction": a.construction, "layout": a.layout if a.construction == "sink-keys" else "llama",
+              "size": a.size, "seed": a.seed, "designed": designed, "rules": {}}
     for rule, cols in table.items():
         reproduced = [x for x, c in zip(DOSES, dose_cols) if cols.get(c, {}).get("outcome") == "reproduced"]
         result["rules"][rule] = {"columns": cols, "dose_threshold": min(reproduced) if reproduced else None}
@@ -116,7 +137,7 @@ def main():
         if p.get("outcome") != "reproduced" and p.get("failed"):
             for c in p["failed"]:
                 failed.append(f"- {rule} on the planted model: `{c['name']}` = {c['value']} (interval {c['ci']}, threshold {c['threshold']})")
-    md = f"Planted massive activation, size {a.size}, seed {a.seed}\n\n" + "\n".join(lines) + "\n"
+    md = f"Planted {a.construction} ({result['layout']}), size {a.size}, seed {a.seed}\n\n" + "\n".join(lines) + "\n"
     if failed:
         md += "\nConditions that fail on the planted model:\n" + "\n".join(failed) + "\n"
     with open(os.path.join(a.out, "calibration.md"), "w") as f:
@@ -125,7 +146,7 @@ def main():
 
     if a.check:
         problems = []
-        for rule in DESIGNED[a.size]:
+        for rule in designed:
             got = result["rules"].get(rule, {}).get("columns", {}).get("planted", {}).get("outcome")
             if got != "reproduced":
                 problems.append(f"{rule} on the planted model: {got} (expected reproduced)")
@@ -134,6 +155,10 @@ def main():
                 got = r["columns"].get(col, {}).get("outcome")
                 if got is None or got == "reproduced" or got.startswith("error"):
                     problems.append(f"{rule} on the {col}: {got} (expected not reproduced / not applicable)")
+        for rule, want in TWIN_EXPECTED[a.construction].items():
+            got = result["rules"].get(rule, {}).get("columns", {}).get("twin", {}).get("outcome")
+            if got != want:
+                problems.append(f"{rule} on the twin: {got} (expected {want}: every precondition holds, a core condition fails)")
         if problems:
             print("calibration check FAILED:\n  " + "\n  ".join(problems), file=sys.stderr)
             return 1

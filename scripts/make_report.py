@@ -592,15 +592,24 @@ def null_rates_html(out):
 
 
 def calibration_html(out):
-    """The calibration table (scripts/calibrate_planted.py): each rule on a model where its claim holds by
+    """The calibration tables (scripts/calibrate_planted.py): each rule on a model where its claim holds by
     construction, on the twin with the mechanism switched off, on random weights, and over a dose sweep."""
-    path = os.path.join(out, "calibration", "calibration.json")
-    if not os.path.exists(path):
+    parts = []
+    for folder, what in (("calibration", "a planted massive activation: theory/planted_massive.md"),
+                         ("calibration_sink_keys", "sink heads whose keys read a planted spike channel: "
+                                                   "theory/planted_sink_keys.md")):
+        path = os.path.join(out, folder, "calibration.json")
+        if os.path.exists(path):
+            parts.append(calibration_table_html(json.load(open(path)), what))
+    if not parts:
         return "<h2>Calibration</h2><p>Not run (scripts/calibrate_planted.py).</p>"
-    cal = json.load(open(path))
+    return "".join(parts)
+
+
+def calibration_table_html(cal, what):
     cols = ["planted", "twin", "random"] + [c for c in next(iter(cal["rules"].values()), {}).get("columns", {}) if c.startswith("dose")]
     out_html = ["<h2>Calibration on planted models</h2><p>Each rule run, unchanged, through the same executables on a "
-                "model whose claim holds by construction (a planted massive activation: theory/planted_massive.md), on "
+                f"model whose claim holds by construction ({html.escape(what)}), on "
                 "its twin with the mechanism switched off, on random weights, and on the planted model at a sweep of "
                 f"doses (size {html.escape(str(cal.get('size')))}). A rule that cannot say \"reproduced\" on its planted model "
                 "measures something else; one that says it on the twin or random weights cannot fail. Rules designed to "

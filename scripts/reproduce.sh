@@ -146,6 +146,12 @@ if ! python3 scripts/calibrate_planted.py --build "$bdir" --out out/calibration 
   echo "reproduce: the calibration failed (see out/calibration.log)" >&2
   failed+=("calibration")
 fi
+echo "== [calibration] B5 on planted sink keys, its twin (keys blind to the spike) and random weights: out/calibration_sink_keys/"
+if ! python3 scripts/calibrate_planted.py --build "$bdir" --construction sink-keys --out out/calibration_sink_keys \
+     --size "$([[ $size == smoke ]] && echo smoke || echo default)" > out/calibration_sink_keys.log 2>&1; then
+  echo "reproduce: the sink-key calibration failed (see out/calibration_sink_keys.log)" >&2
+  failed+=("calibration_sink_keys")
+fi
 
 echo "== [report] figures and report/index.html"
 total=$(($(date +%s) - t0))

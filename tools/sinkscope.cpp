@@ -25,6 +25,10 @@
 //                                                a planted massive activation (train/planted.hpp,
 //                                                theory/planted_massive.md): a small Llama layout, or
 //                                                MODEL's; --twin: the step-up unit switched off
+//   sinkscope planted sink-keys --out F.safetensors [--twin] [--dose 1] [--seed 1] [--layout llama|layernorm-gelu]
+//                                                sink heads whose keys read the planted spike channel
+//                                                (train/planted_sink_keys.hpp, theory/planted_sink_keys.md);
+//                                                --twin: those keys blind to the spike channel
 //   sinkscope rules [--json]                     the pre-registered verdict rules: the set's hash and each
 //                                                rule's (--json: every rule's canonical JSON too)
 //   sinkscope census CKPT… --out DIR … | --merge DIR   many checkpoints' stats, one record each (census_cli.hpp)
@@ -59,6 +63,7 @@
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/train/config_io.hpp>
 #include <sinkscope/train/planted.hpp>
+#include <sinkscope/train/planted_sink_keys.hpp>
 #include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
 
@@ -403,6 +408,25 @@ int cmd_planted_massive(const std::string& out, const std::string& like, const t
     return 0;
 }
 
+// Sink heads whose keys read a planted spike channel (train/planted_sink_keys.hpp) written as a sinkscope
+// checkpoint; the plan goes into the checkpoint's note and onto stdout as JSON.
+int cmd_planted_sink_keys(const std::string& out, const std::string& layout, const std::string& like,
+                          const train::PlantedSinkKeyOptions& o) {
+    model::Config c = layout == "layernorm-gelu" ? train::planted_layernorm_gelu_config() : train::planted_default_config();
+    if (!like.empty()) c = load_checked(like).config;
+    const auto pm = train::planted_sink_keys_plan(c, o);
+    nlohmann::json note = pm.plan.to_json();
+    note["keys_read_spike"] = o.keys_read_spike;
+    note["dose"] = o.massive.dose;
+    note["seed"] = o.massive.seed;
+    note["layout"] = like.empty() ? layout : "like " + like;
+    train::save_model(out, c, pm.weights, {{"planted", note}});
+    std::cerr << "wrote " << out << ": " << c.describe() << (o.keys_read_spike ? ", planted" : ", twin (keys blind to the spike)")
+              << " sink keys, dose " << o.massive.dose << "\n";
+    std::cout << note.dump(1) << "\n";
+    return 0;
+}
+
 // The pre-registered rule set (analysis/rule_table.hpp): one line per rule, or with --json the set hash
 // and every rule's hash and canonical JSON (tests/experiments/check_rule_set.py reads it).
 int cmd_rules(bool as_json) {
@@ -512,6 +536,21 @@ int main(int argc, char** argv) {
     planted_massive->add_option("--step-down-layer", planted_options.step_down_layer, "D (-1: the last layer)")->capture_default_str();
     planted_massive->add_option("--channel", planted_options.channel, "c* (-1: d_model / 3)")->capture_default_str();
 
+    auto* planted_sink = planted->add_subcommand("sink-keys", "sink heads whose keys read the planted spike channel (Paper B's "
+                                                              "B5), and the twin whose keys are blind to it");
+    train::PlantedSinkKeyOptions sink_options;
+    std::string layout = "llama";
+    bool sink_twin = false;
+    planted_sink->add_option("--out", out, "output file (.safetensors)")->required();
+    planted_sink->add_flag("--twin", sink_twin, "the twin: the sink kv heads' W_K column at the spike channel zeroed, every "
+                           "other weight identical");
+    planted_sink->add_option("--dose", sink_options.massive.dose, "scales the spike (as planted massive's --dose) and the "
+                             "keys' read of it together")->check(CLI::Range(0.0, 1e6))->capture_default_str();
+    planted_sink->add_option("--seed", sink_options.massive.seed, "seed of the random background")->capture_default_str();
+    planted_sink->add_option("--layout", layout, "llama (RMSNorm, SwiGLU) or layernorm-gelu (LayerNorm, GELU), both with RoPE")
+        ->check(CLI::IsMember({"llama", "layernorm-gelu"}))->capture_default_str();
+    planted_sink->add_option("--like", like, "take the layout (Config) of this model instead");
+
     bool rules_json = false;
     auto* rules = app.add_subcommand("rules", "the pre-registered verdict rules: each rule's hash and the set's hash");
     rules->add_flag("--json", rules_json, "every rule's canonical JSON and hash, and the set hash");
@@ -527,6 +566,11 @@ int main(int argc, char** argv) {
             if (fs::path(out).extension() != ".safetensors") throw Error("planted massive: --out must end in .safetensors", {out, "", {}});
             planted_options.mechanism_on = !twin;
             return cmd_planted_massive(out, like, planted_options);
+        }
+        if (*planted_sink) {
+            if (fs::path(out).extension() != ".safetensors") throw Error("planted sink-keys: --out must end in .safetensors", {out, "", {}});
+            sink_options.keys_read_spike = !sink_twin;
+            return cmd_planted_sink_keys(out, layout, like, sink_options);
         }
         if (*info) return cmd_info(model_path, load_options(weights, compute));
         if (*capture) {

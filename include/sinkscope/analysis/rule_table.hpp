@@ -418,22 +418,30 @@ inline const std::vector<Rule>& rule_table() {
         Rule{/*id*/ "B5",
              /*experiment*/ "b5_sink_keys",
              /*kind*/ "claim",
-             /*scope*/ "Every layer, kv head and query head, natural text without BOS, samples split even (fit) / odd (score). "
-                      "Sink kv heads: any query head of the group has alpha0 > eps over all samples. Dimension: centred "
-                      "key_energy-variance dimension of the position-0 keys against a null of the pre-RoPE keys of one random "
-                      "position >= 1 per sample, intervals widened to contain the full-sample value. Prediction: mean-field "
-                      "alpha0-hat > eps from the fit half's typical queries and mean keys, against alpha0 > eps on the score half.",
+             /*scope*/ "Every layer, kv head and query head, natural text without BOS. Sink kv heads: any query head of the "
+                      "group has alpha0 > eps over all samples. Scored layers: position 0's input (hook_resid_pre) carries "
+                      "spike channels C, channels massive by Sun et al.'s criterion in at least spike_channel_sample_share "
+                      "of the samples. Per scored sink kv head, S = span{W_K e_i : i in C} from the weights (no fitting) and "
+                      "E(k) = ||P_S k||^2 / ||k||^2 of the pre-RoPE keys: mean over samples of the position-0 key's share, "
+                      "and of the mean share of the keys at positions >= 1. Reported, not deciding: the centred key_energy-"
+                      "variance dimension of the position-0 keys against a random-position null, and the balanced accuracy "
+                      "of a mean-field sink-head prediction fit on the even samples and scored on the odd ones.",
              /*values*/
                  {
-                     {"sink_eps", 0.3, "locator", "definition: core/measures.hpp (Gu et al.'s eps)"},  // b5_sink_keys.cpp:44 (Config, --eps), used :187, :193, :194, :205
-                     {"key_energy", 0.9, "locator", "convention: a subspace's dimension holds 90 % of the variance"},  // b5_sink_keys.cpp:45 (Config), used :226
-                     {"bootstrap_resamples", 1000, "locator", "convention (README's default is 2000)"},  // b5_sink_keys.cpp:47 (Config; --smoke 200), used :208, :261, :262
-                     {"sink_heads_min", 1.0, "minimum", "convention: a sink head to explain"},  // b5_sink_keys.cpp:284
-                     {"sink_key_dimension_max", 2.0, "<=", "paper: Paper B, sink keys in a '1-2-dimensional' subspace"},  // b5_sink_keys.cpp:286
-                     {"null_dimension_excess_min", 1.0, ">=", "convention: lower-dimensional than keys of random positions"},  // b5_sink_keys.cpp:288
-                     {"balanced_accuracy_min", 0.8, ">=", "convention (the first version's accuracy threshold; constant predictor 0.5)"},  // b5_sink_keys.cpp:290
+                     {"sink_eps", 0.3, "locator", "definition: core/measures.hpp (Gu et al.'s eps)"},  // b5_sink_keys.cpp (Config, --eps)
+                     {"key_energy", 0.9, "locator", "convention: a subspace's dimension holds 90 % of the variance (diagnostic)"},  // b5_sink_keys.cpp (Config)
+                     {"spike_channel_sample_share", 0.5, "locator", "convention: massive in most samples (as the spike-present precondition)"},  // b5_sink_keys.cpp (Config)
+                     {"bootstrap_resamples", 1000, "locator", "convention (README's default is 2000)"},  // b5_sink_keys.cpp (Config; --smoke 200)
+                     {"sink_heads_min", 1.0, "minimum", "convention: a sink head to explain"},
+                     {"scored_sink_kv_heads_min", 1.0, "minimum", "convention: a sink kv head where position 0 carries a spike"},
+                     {"position0_key_share_min", 0.5, ">=", "first principles: most of the key's energy in S (cos^2 to S >= 1/2); "
+                                                            "Paper B: sink keys k^s ~ sum_{i in C} h_i W_K^T e_i; chance: dim S / d_head"},
+                     {"share_excess_over_ordinary_min", 0.0, ">=", "paper: Paper B, queries closer to that subspace than to "
+                                                                   "ordinary keys: ordinary keys hold a smaller share (paired)"},
                  },
-             /*preconditions*/ {{"measured sink heads (alpha_0 > 0.3 over all samples)", "not applicable"}},
+             /*preconditions*/ {{"measured sink heads (alpha_0 > 0.3 over all samples)", "not applicable"},
+                               {"sink kv heads in layers whose position-0 input carries spike channels (massive in at least "
+                                "half of the samples), with a defined key share", "not applicable"}},
              /*outcomes*/ {{"every condition holds", "reproduced"},
                           {"a condition fails", "not reproduced"},
                           {"a precondition fails", "not applicable"}}},
