@@ -11,6 +11,17 @@
 //                                                --weights bf16 rounds the maps to BF16 once at load (half
 //                                                the memory; with --compute bf16 the same products, faster);
 //                                                hooks stay float32
+//   sinkscope lens MODEL (--text T | --tokens 1,2,3) [--target TOKEN] [--top 5] --out DIR
+//                                                the logit lens: every layer's residual stream through the
+//                                                final norm and the unembedding; top-k tokens per layer and
+//                                                position, the target's rank and probability (DIR/*.npy +
+//                                                DIR/summary.json; a table of the last position on stdout)
+//   sinkscope dla MODEL (--text T | --tokens 1,2,3) --target TOKEN [--contrast TOKEN] [--position -1] --out DIR
+//                                                direct logit attribution of the target's logit (minus the
+//                                                contrast's) at a position: the embeddings, each head, each
+//                                                FFN (each expert), the biases, with the norms frozen; each
+//                                                head split by source position (DIR/*.npy + DIR/summary.json)
+//                                                TOKEN: a token id, or a text that is one token
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
 //                   [--bos auto|on|off] [--shard I/N] [--json F] [--batch 8] [--weights auto|float32|file|bf16] [--compute exact|int8|bf16]
 //                                                per-layer massive-activation and sink summary; with
@@ -51,6 +62,8 @@
 #include <sstream>
 
 #include <sinkscope/analysis/bos.hpp>
+#include <sinkscope/analysis/logit_attribution.hpp>
+#include <sinkscope/analysis/logit_lens.hpp>
 #include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/summary.hpp>
@@ -233,6 +246,142 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
     meta_out << meta.dump(1) << "\n";
     if (!meta_out) throw Error("capture: cannot write", {out + "/meta.json", "", {}});
     std::cout << "captured " << cache.all().size() << " hooks over " << ids.size() << " tokens into " << out << "/\n";
+    return 0;
+}
+
+void write_json(const std::string& path, const nlohmann::json& j);
+
+// --target / --contrast: a token id, or a text the model's tokenizer encodes (without BOS) as one token.
+std::int32_t token_arg(const model::LoadedModel<float>& m, const std::string& what, const std::string& arg) {
+    try {
+        std::size_t used = 0;
+        const long long id = std::stoll(arg, &used);
+        if (used == arg.size()) {
+            require(id >= 0 && id < m.config.vocab_size, what + ": token id " + arg + " is outside the vocabulary [0, " +
+                                                             std::to_string(m.config.vocab_size) + ")");
+            return std::int32_t(id);
+        }
+    } catch (const std::logic_error&) {
+    }
+    const auto ids = analysis::tokenizer_for(m).encode(arg, false);
+    require(ids.size() == 1, what + ": '" + arg + "' is " + std::to_string(ids.size()) +
+                                 " tokens, not one (give a token id, or a text that is one token)");
+    return ids[0];
+}
+
+// The decoded text of a token, or "" where the model has no usable tokenizer.
+std::string token_text(const model::LoadedModel<float>& m, std::int32_t id) {
+    try { return analysis::tokenizer_for(m).decode({id}); }
+    catch (const Error&) { return ""; }
+}
+
+void make_out_dir(const std::string& what, const std::string& out) {
+    if (fs::exists(out) && !fs::is_directory(out))
+        throw Error(what + ": --out must name a directory (new or existing), and this is an existing file", {out, "", {}});
+}
+
+void create_out_dir(const std::string& what, const std::string& out) {
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) throw Error(what + ": cannot create the output directory: " + ec.message(), {out, "", {}});
+}
+
+nlohmann::json run_meta(const std::string& path, const model::LoadedModel<float>& m, const std::vector<std::int32_t>& ids) {
+    nlohmann::json meta{{"sinkscope_version", version()}, {"model", path}, {"format", m.format}, {"tokens", ids},
+                        {"config", train::config_to_json(m.config)}};
+    return meta;
+}
+
+int cmd_lens(const std::string& path, const std::string& text, const std::string& tokens, int bos_flag, const std::string& target,
+             std::int64_t top, const std::string& out) {
+    make_out_dir("lens", out);
+    const auto m = load_checked(path);  // float32: the lens reads the output head densely
+    const auto ids = input_tokens(m, text, tokens, bos_flag);
+    const std::int32_t tid = target.empty() ? -1 : token_arg(m, "lens --target", target);
+    const auto lens = analysis::logit_lens(m.config, m.weights, ids, {top, tid});
+    create_out_dir("lens", out);
+    const std::size_t R = lens.points.size(), T = std::size_t(lens.positions), K = std::size_t(lens.top_k);
+    io::write_npy(out + "/top_tokens.npy", lens.top_tokens.data(), {R, T, K});
+    io::write_npy(out + "/top_probs.npy", lens.top_probs.data(), {R, T, K});
+    if (tid >= 0) {
+        const std::vector<std::int32_t> rank(lens.target_rank.begin(), lens.target_rank.end());
+        io::write_npy(out + "/target_rank.npy", rank.data(), {R, T});
+        io::write_npy(out + "/target_prob.npy", lens.target_prob.data(), {R, T});
+        io::write_npy(out + "/target_logit.npy", lens.target_logit.data(), {R, T});
+    }
+    nlohmann::json j = run_meta(path, m, ids);
+    j["points"] = lens.points;
+    j["top_k"] = lens.top_k;
+    j["target"] = tid >= 0 ? nlohmann::json(tid) : nlohmann::json();
+    nlohmann::json last = nlohmann::json::array();
+    std::cout << "logit lens at the last position (" << T - 1 << ")" << (tid >= 0 ? ", target " + std::to_string(tid) + " '" + token_text(m, tid) + "'" : std::string()) << "\n";
+    for (std::size_t r = 0; r < R; ++r) {
+        const std::size_t at = std::size_t(lens.index(std::int64_t(r), std::int64_t(T - 1)));
+        const std::int32_t best = lens.top_tokens[at * K];
+        nlohmann::json row{{"point", lens.points[r]}, {"top_token", best}, {"top_text", token_text(m, best)},
+                           {"top_prob", lens.top_probs[at * K]}};
+        std::cout << "  " << lens.points[r] << std::string(lens.points[r].size() < 26 ? 26 - lens.points[r].size() : 1, ' ')
+                  << best << " '" << token_text(m, best) << "' p=" << lens.top_probs[at * K];
+        if (tid >= 0) {
+            row["target_rank"] = lens.target_rank[at];
+            row["target_prob"] = lens.target_prob[at];
+            std::cout << "   target rank " << lens.target_rank[at] << " p=" << lens.target_prob[at];
+        }
+        std::cout << "\n";
+        last.push_back(row);
+    }
+    j["last_position"] = last;
+    j["files"] = tid >= 0 ? std::vector<std::string>{"top_tokens.npy", "top_probs.npy", "target_rank.npy", "target_prob.npy", "target_logit.npy"}
+                          : std::vector<std::string>{"top_tokens.npy", "top_probs.npy"};
+    write_json(out + "/summary.json", j);
+    return 0;
+}
+
+int cmd_dla(const std::string& path, const std::string& text, const std::string& tokens, int bos_flag, const std::string& target,
+            const std::string& contrast, std::int64_t position, const std::string& out) {
+    make_out_dir("dla", out);
+    const auto m = load_checked(path);  // float32: the decomposition reads W_O, W_down and the output head
+    const auto ids = input_tokens(m, text, tokens, bos_flag);
+    const std::int32_t tid = token_arg(m, "dla --target", target);
+    const std::int32_t cid = contrast.empty() ? -1 : token_arg(m, "dla --contrast", contrast);
+    const auto a = analysis::logit_attribution(m.config, m.weights, ids, {tid, cid, position});
+    create_out_dir("dla", out);
+    auto write = [&](const std::string& name, const Eigen::MatrixXd& x, std::vector<std::size_t> shape) {
+        const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> f = x.cast<float>();
+        io::write_npy(out + "/" + name + ".npy", f.data(), shape);
+    };
+    const auto L = std::size_t(m.config.n_layers), H = std::size_t(m.config.n_heads), S = std::size_t(a.sources);
+    write("heads", a.heads, {L, H});
+    write("mlp", a.mlp, {L});
+    write("attn_bias", a.attn_bias, {L});
+    write("mlp_bias", a.mlp_bias, {L});
+    write("by_source", a.by_source, {L, H, S});
+    if (a.experts.size()) write("experts", a.experts, {L, std::size_t(a.experts.cols())});
+    nlohmann::json j = run_meta(path, m, ids);
+    j["target"] = tid;
+    j["target_text"] = token_text(m, tid);
+    j["contrast"] = cid >= 0 ? nlohmann::json(cid) : nlohmann::json();
+    j["position"] = a.position;
+    j["logit"] = a.logit;
+    j["model_logit"] = a.model_logit;
+    j["parts_sum"] = a.total();
+    j["embed"] = a.embed;
+    j["pos_embed"] = a.pos_embed;
+    j["bias"] = a.bias();
+    j["final_bias"] = a.final_bias;
+    j["heads_total"] = a.heads.sum();
+    j["mlp_total"] = a.mlp.sum();
+    j["sources"] = a.sources;
+    Eigen::Index tl = 0, th = 0;
+    a.heads.cwiseAbs().maxCoeff(&tl, &th);
+    j["top_head"] = {{"layer", tl}, {"head", th}, {"part", a.heads(tl, th)}};
+    write_json(out + "/summary.json", j);
+    std::cout << "DLA of " << (cid >= 0 ? "logit(" + std::to_string(tid) + ") - logit(" + std::to_string(cid) + ")" : "logit(" + std::to_string(tid) + ")")
+              << " at position " << a.position << ": " << a.logit << " (before any soft cap; parts sum " << a.total() << ")\n"
+              << "  embed " << a.embed << ", pos_embed " << a.pos_embed << ", heads " << a.heads.sum() << ", mlp "
+              << a.mlp.sum() << ", bias " << a.bias() << "\n"
+              << "  largest head: L" << tl << "H" << th << " " << a.heads(tl, th) << "; position 0 through every head "
+              << a.by_source.col(0).sum() << "\n";
     return 0;
 }
 
@@ -508,6 +657,29 @@ int main(int argc, char** argv) {
     stats->add_option("--batch", batch, "samples per forward pass where batching is bit-exact (dense FFN, lengths "
                       "multiples of 4); one at a time elsewhere")->check(CLI::Range(1, 4096));
 
+    std::string target, contrast;
+    std::int64_t top = 5, position = -1;
+    auto* lens = app.add_subcommand("lens", "the logit lens: each layer's residual stream through the final norm and unembedding");
+    lens->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
+    auto* lens_text = lens->add_option("--text", text, "input text (tokenized with the model's tokenizer)");
+    lens->add_option("--tokens", tokens, "input token ids, comma-separated")->excludes(lens_text);
+    auto* lens_bos = lens->add_flag("--bos", bos, "prepend BOS (default: the tokenizer's own setting)");
+    lens->add_flag("--no-bos", no_bos, "never prepend BOS")->excludes(lens_bos);
+    lens->add_option("--target", target, "a token (id, or a text that is one token) whose rank and probability to follow");
+    lens->add_option("--top", top, "tokens kept per layer and position")->check(CLI::Range(1, 1000))->capture_default_str();
+    lens->add_option("--out", out, "output directory")->required();
+
+    auto* dla = app.add_subcommand("dla", "direct logit attribution: each head's, FFN's and embedding's part of a logit");
+    dla->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
+    auto* dla_text = dla->add_option("--text", text, "input text (tokenized with the model's tokenizer)");
+    dla->add_option("--tokens", tokens, "input token ids, comma-separated")->excludes(dla_text);
+    auto* dla_bos = dla->add_flag("--bos", bos, "prepend BOS (default: the tokenizer's own setting)");
+    dla->add_flag("--no-bos", no_bos, "never prepend BOS")->excludes(dla_bos);
+    dla->add_option("--target", target, "the token (id, or a text that is one token) whose logit is split")->required();
+    dla->add_option("--contrast", contrast, "split logit(target) - logit(contrast) instead");
+    dla->add_option("--position", position, "the position among the tokens (-1: the last)")->capture_default_str();
+    dla->add_option("--out", out, "output directory")->required();
+
     std::vector<std::string> shard_files;
     auto* merge = app.add_subcommand("merge", "merge the --json files of `stats --shard I/N` runs into the whole run's");
     merge->add_option("FILES", shard_files, "one --json file per shard, all N of them")->required();
@@ -599,6 +771,12 @@ int main(int argc, char** argv) {
             return cmd_stats(model_path, text_file, text, tokens_file, seq_len, samples, eps, analysis::parse_bos_mode(bos), shard,
                              json_out, batch,
                              load_options(weights, compute));
+        }
+        if (*lens || *dla) {
+            if (text.empty() && tokens.empty()) throw Error(std::string(*lens ? "lens" : "dla") + ": give --text or --tokens");
+            const int bos_flag = bos ? 1 : (no_bos ? -1 : 0);
+            if (*lens) return cmd_lens(model_path, text, tokens, bos_flag, target, top, out);
+            return cmd_dla(model_path, text, tokens, bos_flag, target, contrast, position, out);
         }
         if (*merge) return cmd_merge(shard_files, json_out);
         if (*random_model) {

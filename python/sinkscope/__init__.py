@@ -5,9 +5,14 @@
     ids = m.to_tokens("The quick brown fox.", bos=False)              # numpy int32, (pos,)
     logits, cache = m.run_with_cache(ids, names=["blocks.11.hook_resid_post"])
     cache["blocks.11.hook_resid_post"]                                # numpy float32, (pos, d_model)
-    def clamp(x, name): x[:, 507] = 0.0                               # in place, or return a new array
+    def clamp(x, hook): x[:, 507] = 0.0                               # in place, or return a new array
     logits = m.run_with_hooks(ids, fwd_hooks=[("blocks.10.hook_resid_post", clamp)])
     logits = m.run_with_hooks(ids, fwd_hooks=[sinkscope.self_only_attention(0, queries=[3])])   # C++ interventions
+    lens = m.logit_lens(ids, target=" dog")                           # top tokens per layer, the target's rank
+    parts = m.dla(ids, target=" dog", contrast=" cat")                # each head's part of a logit difference
+
+A hook is called as TransformerLens calls it, fn(activation, hook): `hook` is a HookPoint, a str (the hook's
+name, so hooks written as fn(x, name) work unchanged) with .name and .layer() as TransformerLens's HookPoint.
 
 Shapes are the C++ hook table's (`m.hook_names()`; docs/hooks-and-interventions.md, "Hook points"): 1-D ids run one sequence
 (model::forward) and give [pos, ...]; 2-D ids (batch, pos) run model::forward_batch and give [batch, pos, ...]
@@ -36,12 +41,31 @@ from . import _sinkscope as _C
 from ._sinkscope import Error, cone_expected_norm_sq  # noqa: F401  (re-exported)
 
 __version__ = _C.__version__
-__all__ = ["Error", "Model", "load", "zero_ablate_channels", "scale_channels", "scale_heads", "force_pattern",
+__all__ = ["Error", "HookPoint", "Model", "load", "zero_ablate_channels", "scale_channels", "scale_heads", "force_pattern",
            "self_only_attention", "attend_only_to", "PatchSite", "patch_site_names", "patch_sites",
            "channel_frobenius_norms", "channel_spectrum", "fit_cone", "cone_expected_norm_sq"]
 
 NamesFilter = Union[None, str, Sequence[str], Callable[[str], bool]]
-Hook = Callable[[np.ndarray, str], Optional[np.ndarray]]
+Hook = Callable[[np.ndarray, "HookPoint"], Optional[np.ndarray]]
+
+
+class HookPoint(str):
+    """What a hook receives as its second argument: the hook's full name, as a str (so it compares equal to
+    "blocks.3.hook_resid_post" and hooks written as fn(x, name) keep working), with TransformerLens's
+    HookPoint attributes: .name (the name) and .layer() (the block index, None outside the blocks)."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return str.__str__(self)
+
+    def layer(self) -> Optional[int]:
+        parts = self.split(".")
+        return int(parts[1]) if len(parts) > 2 and parts[0] == "blocks" else None
+
+    def __repr__(self):
+        return f"HookPoint({str.__repr__(self)})"
 
 
 def _ints(xs) -> list:
@@ -182,7 +206,7 @@ class patch_sites(_Intervention):
 def _wrap_hook(fn: Hook):
     # A hook may edit x in place or return a new array; a returned array is copied into the activation.
     def call(x, name):
-        r = fn(x, name)
+        r = fn(x, HookPoint(name))
         if r is not None and r is not x:
             r = np.asarray(r, dtype=np.float32)
             if r.shape != x.shape:
@@ -234,6 +258,44 @@ class Model:
     def ffn_weights(self, layer: int):
         """(W_gate (d_ff, d), W_up (d_ff, d), W_down (d, d_ff)) of a SwiGLU block: float32 copies."""
         return self._m.ffn_weights(int(layer))
+
+    def _token(self, token, what: str) -> int:
+        """A token id, or a text the tokenizer encodes (without BOS) as exactly one token."""
+        if isinstance(token, str):
+            ids = self.to_tokens(token, bos=False)
+            if ids.size != 1:
+                raise Error(f"sinkscope: {what} {token!r} is {ids.size} tokens, not one (give a token id, or a text "
+                            "that is one token)")
+            return int(ids[0])
+        return int(token)
+
+    # ---- the logit lens and direct logit attribution (analysis/logit_lens.hpp, logit_attribution.hpp) ----
+    def logit_lens(self, ids, target=None, top_k: int = 5) -> dict:
+        """The logit lens of one sequence: every resid_pre and the last resid_post through the final norm and
+        the unembedding (the lens at the last point is the model's own logits). Returns a dict of NumPy
+        arrays: points (R = n_layers + 1 hook names), top_tokens (R, pos, top_k) int32 and top_probs (R, pos,
+        top_k) float32, most probable first; with a target (a token id, or a text that is one token)
+        target_rank (R, pos) int64 (0: the top token), target_prob and target_logit (R, pos) float32; and
+        logits (pos, vocab), the forward's own."""
+        a2, batched, _ = self._ids(ids, None)
+        if batched:
+            raise Error("sinkscope: logit_lens runs one sequence (1-D ids)")
+        t = -1 if target is None else self._token(target, "target")
+        return self._m.logit_lens([int(i) for i in a2[0]], int(top_k), t)
+
+    def dla(self, ids, target, contrast=None, position: int = -1) -> dict:
+        """Direct logit attribution of logit(target) (minus logit(contrast)) at `position` (-1: the last), with
+        every norm on the path frozen at its scale in this forward. Returns a dict, float64: embed, pos_embed,
+        heads (n_layers, n_heads), mlp (n_layers), experts (n_layers, n_experts) or None, attn_bias and
+        mlp_bias (n_layers), final_bias, bias (their sum), by_source (n_layers, n_heads, sources): each
+        head's part split by the key position it read (the sink token first where there is one, the KV sink
+        slot last), logit (before any soft cap; embed + pos_embed + heads + mlp + bias sum to it, also as
+        total) and model_logit (the forward's own, soft-capped where the model caps)."""
+        a2, batched, _ = self._ids(ids, None)
+        if batched:
+            raise Error("sinkscope: dla runs one sequence (1-D ids)")
+        c = -1 if contrast is None else self._token(contrast, "contrast")
+        return self._m.dla([int(i) for i in a2[0]], self._token(target, "target"), c, int(position))
 
     # ---- the forward pass ----
     def _ids(self, ids, lengths):
@@ -288,11 +350,12 @@ class Model:
         return self._run(ids, lengths, self._names_list(names), list(fwd_hooks), return_logits)
 
     def run_with_hooks(self, ids, fwd_hooks=(), lengths=None, return_logits: bool = True):
-        """The logits with hooks: fwd_hooks is a list of (name, fn) with fn(x, name), x a view of the live
-        activation (valid only during the call) to edit in place, or fn returns a new array of x's shape;
-        and of C++ interventions (zero_ablate_channels, scale_channels, scale_heads, force_pattern,
-        self_only_attention, attend_only_to, patch_sites), which run before the Python hooks. Hooks run in
-        order; a hook that raises stops the forward and its exception propagates."""
+        """The logits with hooks: fwd_hooks is a list of (name, fn) with fn(x, hook) (hook: a HookPoint, the
+        name as a str with .name), x a view of the live activation (valid only during the call) to edit in
+        place, or fn returns a new array of x's shape; and of C++ interventions (zero_ablate_channels,
+        scale_channels, scale_heads, force_pattern, self_only_attention, attend_only_to, patch_sites), which
+        run before the Python hooks. Hooks run in order; a hook that raises stops the forward and its
+        exception propagates."""
         return self._run(ids, lengths, [], list(fwd_hooks), return_logits)[0]
 
     def stats(self, texts=None, *, seq_len: int = 64, eps: float = 0.3, bos="auto", samples: int = 0,

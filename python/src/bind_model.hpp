@@ -28,6 +28,8 @@
 #include <vector>
 
 #include <sinkscope/analysis/bos.hpp>
+#include <sinkscope/analysis/logit_attribution.hpp>
+#include <sinkscope/analysis/logit_lens.hpp>
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/text.hpp>
 #include <sinkscope/model/attention_surgery.hpp>
@@ -204,6 +206,57 @@ public:
         return analysis::run_stats(m_, r).json().dump();
     }
 
+    // The logit lens (analysis/logit_lens.hpp) of one sequence: a dict of arrays named as LogitLens's fields.
+    nb::dict logit_lens(const std::vector<std::int32_t>& ids, std::int64_t top_k, std::int32_t target) const {
+        analysis::LogitLens r;
+        {
+            nb::gil_scoped_release release;
+            r = analysis::logit_lens(m_.config, m_.weights, ids, {top_k, target});
+        }
+        const std::int64_t R = std::int64_t(r.points.size()), T = r.positions, K = r.top_k;
+        nb::dict d;
+        d["points"] = nb::cast(r.points);
+        d["top_tokens"] = owned(std::move(r.top_tokens), {R, T, K});
+        d["top_probs"] = owned(std::move(r.top_probs), {R, T, K});
+        if (target >= 0) {
+            d["target_rank"] = owned(std::move(r.target_rank), {R, T});
+            d["target_prob"] = owned(std::move(r.target_prob), {R, T});
+            d["target_logit"] = owned(std::move(r.target_logit), {R, T});
+        }
+        const std::int64_t V = r.logits.cols();
+        d["logits"] = owned(std::move(r.logits), {T, V});
+        return d;
+    }
+
+    // Direct logit attribution (analysis/logit_attribution.hpp) of one sequence: a dict named as
+    // LogitAttribution's fields, float64; by_source as (L, H, S).
+    nb::dict dla(const std::vector<std::int32_t>& ids, std::int32_t target, std::int32_t contrast, std::int64_t position) const {
+        analysis::LogitAttribution a;
+        {
+            nb::gil_scoped_release release;
+            a = analysis::logit_attribution(m_.config, m_.weights, ids, {target, contrast, position});
+        }
+        const std::int64_t L = a.heads.rows(), H = a.heads.cols();
+        auto rows = [](const Eigen::MatrixXd& x) { return RowMatrix64(x); };
+        nb::dict d;
+        d["position"] = a.position;
+        d["sources"] = a.sources;
+        d["embed"] = a.embed;
+        d["pos_embed"] = a.pos_embed;
+        d["heads"] = owned(rows(a.heads), {L, H});
+        d["mlp"] = owned(Eigen::VectorXd(a.mlp), {L});
+        d["experts"] = a.experts.size() ? owned(rows(a.experts), {L, std::int64_t(a.experts.cols())}) : nb::none();
+        d["attn_bias"] = owned(Eigen::VectorXd(a.attn_bias), {L});
+        d["mlp_bias"] = owned(Eigen::VectorXd(a.mlp_bias), {L});
+        d["final_bias"] = a.final_bias;
+        d["bias"] = a.bias();
+        d["by_source"] = owned(rows(a.by_source), {L, H, a.sources});
+        d["logit"] = a.logit;
+        d["model_logit"] = a.model_logit;
+        d["total"] = a.total();
+        return d;
+    }
+
     // A SwiGLU block's W_gate (d_ff, d), W_up (d_ff, d), W_down (d, d_ff): copies, float32.
     nb::tuple ffn_weights(std::int64_t layer) const {
         require(layer >= 0 && layer < m_.config.n_layers, "ffn_weights: layer " + std::to_string(layer) + " out of range");
@@ -266,6 +319,8 @@ inline void bind_model(nb::module_& m) {
         .def("run", &Model::run)
         .def("stats", &Model::stats)
         .def("ffn_weights", &Model::ffn_weights)
+        .def("logit_lens", &Model::logit_lens)
+        .def("dla", &Model::dla)
         .def_prop_ro("path", [](const Model& self) { return self.loaded().path; })
         .def_prop_ro("format", [](const Model& self) { return self.loaded().format; })
         .def_prop_ro("file_type_weights", [](const Model& self) { return self.loaded().weights.file_type(); });

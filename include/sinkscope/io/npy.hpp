@@ -167,12 +167,18 @@ inline std::string npy_shape_literal(const std::vector<std::size_t>& shape) {
 /// Writes `data` (numel(shape) float32 values, row-major) to `path` as a C-order '<f4' .npy that
 /// np.load reads back. A 0-dimensional shape ({}) writes a scalar. Error naming the file if it cannot be
 /// written.
-inline void write_npy(const std::string& path, const float* data, const std::vector<std::size_t>& shape) {
+inline void write_npy(const std::string& path, const float* data, const std::vector<std::size_t>& shape);
+/// As write_npy, for int32 values ('<i4'): token ids.
+inline void write_npy(const std::string& path, const std::int32_t* data, const std::vector<std::size_t>& shape);
+
+namespace detail {
+// The writer of both: 4-byte values of type `descr`.
+inline void write_npy4(const std::string& path, const void* data, const char* descr, const std::vector<std::size_t>& shape) {
     std::uint64_t numel = 1;
     for (std::size_t d : shape) require(detail::mul_u64(numel, d, numel) && numel <= UINT64_MAX / 4,
                                         "write_npy: shape is too large", {path, "", std::nullopt});
     require(numel == 0 || data != nullptr, "write_npy: null data", {path, "", std::nullopt});
-    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + detail::npy_shape_literal(shape) + ", }";
+    std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + detail::npy_shape_literal(shape) + ", }";
     // Pad with spaces so that magic + version + length field + header (ending in '\n') is a multiple of 64.
     bool v2 = false;
     std::size_t prefix = 10;
@@ -198,6 +204,14 @@ inline void write_npy(const std::string& path, const float* data, const std::vec
     if (numel > 0) out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(numel * 4));  // host is LE
     out.close();
     require(!out.fail(), "write_npy: write failed", {path, "", std::nullopt});
+}
+}  // namespace detail
+
+inline void write_npy(const std::string& path, const float* data, const std::vector<std::size_t>& shape) {
+    detail::write_npy4(path, data, "<f4", shape);
+}
+inline void write_npy(const std::string& path, const std::int32_t* data, const std::vector<std::size_t>& shape) {
+    detail::write_npy4(path, data, "<i4", shape);
 }
 
 /// write_npy for a std::vector (size must equal the product of the shape).

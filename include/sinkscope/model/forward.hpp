@@ -492,6 +492,30 @@ void block_forward(Mat<T>& x, const LayerWeights<T>& w, const Config& c, std::in
 
 }  // namespace detail
 
+// The end of the forward, usable on any residual (the logit lens, analysis/logit_lens.hpp; direct logit
+// attribution, analysis/logit_attribution.hpp): the final norm, then the unembedding. The forward runs
+// exactly these two on its last residual stream.
+
+// Whether the model has a final norm (ln_final): every placement but post-norm, whose blocks end in their norm.
+inline bool has_final_norm(const Config& c) { return c.norm_placement != NormPlacement::post; }
+
+// xn = N_final(x) for residual rows x (n × d): RMSNorm, LayerNorm or DynamicTanh with w.final_norm;
+// a copy of x when the model has no final norm (post-norm placement).
+template <class T>
+void final_norm_forward(Mat<T>& xn, const Mat<T>& x, const Config& c, const Weights<T>& w) {
+    if (!has_final_norm(c)) { xn = x; return; }
+    norm_forward(xn, x, w.final_norm, c.norm, c.norm_eps);
+}
+
+// logits = xn W_Uᵀ (n × vocab) with the output head (lm_head, or the tied token embedding; dense or a view;
+// the model has no unembedding bias), then c·tanh(logits/c) when the model caps its logits (Gemma 2) and
+// `cap` is true. `xn` is the final norm's output (final_norm_forward).
+template <class T>
+void unembed_forward(Mat<T>& logits, const Mat<T>& xn, const Config& c, const Weights<T>& w, bool cap = true) {
+    detail::head_forward(logits, xn, w);
+    if (cap) softcap(logits, c.logit_softcap);
+}
+
 // forward() writing its logits into `logits`, whose memory is reused when it already has the shape
 // (T × vocab): a loop over many sequences of one length then allocates no new logits. The (T × vocab)
 // float32 logits are large (100 MB for SmolLM2 at 512 tokens); a fresh matrix is fresh pages from the
@@ -531,15 +555,14 @@ void forward_into(Mat<T>& logits, const Config& c, const Weights<T>& w, const st
         return;
     }
 
-    if (c.norm_placement != NormPlacement::post) {
+    if (has_final_norm(c)) {
         Mat<T> xn;
-        norm_forward(xn, x, w.final_norm, c.norm, c.norm_eps);
+        final_norm_forward(xn, x, c, w);
         hook(hook_spec(HookId::ln_final).name, xn.data(), {n, d});
         x.swap(xn);
     }
-    if (sink) { const Mat<T> real = x.bottomRows(n - 1); detail::head_forward(logits, real, w); }
-    else detail::head_forward(logits, x, w);  // (T, vocab)
-    softcap(logits, c.logit_softcap);  // c·tanh(logits/c) (Gemma 2)
+    if (sink) { const Mat<T> real = x.bottomRows(n - 1); unembed_forward(logits, real, c, w); }
+    else unembed_forward(logits, x, c, w);  // (T, vocab)
     hook(hook_spec(HookId::logits).name, logits.data(), {n - sink, c.vocab_size});
 }
 

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# `sinkscope lens` and `sinkscope dla` on the shared stories260K checkpoint (seconds): the files they promise,
+# the lens's last point against the logits `capture` writes, the DLA parts against the logit, bad input.
+# Usage: test_lens_dla.sh SINKSCOPE_BINARY SHARED_DIR
+set -u
+bin=$1; model=$2/models/stories260K.gguf
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+fails=0; passes=0
+check() {  # check NAME CONDITION...
+    local name=$1; shift
+    if "$@"; then passes=$((passes + 1)); else echo "FAILED: $name"; fails=$((fails + 1)); fi
+}
+tokens=1,50,60,70,80
+"$bin" lens "$model" --tokens $tokens --target 60 --top 3 --out "$work/lens" > "$work/lens.log" 2>&1
+check "lens exits 0" test $? -eq 0
+check "lens prints each readout point" grep -q "blocks.4.hook_resid_post" "$work/lens.log"
+check "top_tokens is int32 (6 points, 5 positions, 3)" grep -qa "'descr': '<i4'.*'shape': (6, 5, 3)" "$work/lens/top_tokens.npy"
+check "target_rank is int32 (6, 5)" grep -qa "'descr': '<i4'.*'shape': (6, 5)" "$work/lens/target_rank.npy"
+check "summary.json names the points and the target" grep -q '"target": 60' "$work/lens/summary.json"
+"$bin" capture "$model" --tokens $tokens --hooks logits --out "$work/cap" > /dev/null 2>&1
+"$bin" dla "$model" --tokens $tokens --target 60 --contrast 70 --position 3 --out "$work/dla" > "$work/dla.log" 2>&1
+check "dla exits 0" test $? -eq 0
+check "heads.npy is (5 layers, 8 heads)" grep -qa "'shape': (5, 8)" "$work/dla/heads.npy"
+check "by_source.npy is (5, 8, 5 sources)" grep -qa "'shape': (5, 8, 5)" "$work/dla/by_source.npy"
+# The numbers, read without NumPy: the lens's last point ranks the logits as capture's logits do, and the
+# DLA parts sum to the logit difference of capture's logits (no soft cap in this model).
+python3 - "$work" > "$work/numbers.log" 2>&1 <<'PY'
+import json, struct, sys
+work = sys.argv[1]
+def npy(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<H", raw[8:10])[0]
+    header = raw[10:10 + n].decode()
+    shape = tuple(int(s) for s in header.split("'shape': (")[1].split(")")[0].split(",") if s.strip())
+    code = "i" if "<i4" in header else "f"
+    data = raw[10 + n:]
+    return shape, struct.unpack("<%d%s" % (len(data) // 4, code), data)
+(T, V), logits = npy(work + "/cap/logits.npy")
+(R, T2, K), top = npy(work + "/lens/top_tokens.npy")
+_, rank = npy(work + "/lens/target_rank.npy")
+ok = T == T2
+for t in range(T):
+    row = logits[t * V:(t + 1) * V]
+    ok &= top[((R - 1) * T + t) * K] == max(range(V), key=lambda v: (row[v], -v))
+    ok &= rank[(R - 1) * T + t] == sum(1 for v in range(V) if row[v] > row[60])
+s = json.load(open(work + "/dla/summary.json"))
+ref = logits[3 * V + 60] - logits[3 * V + 70]
+ok &= abs(s["parts_sum"] - s["logit"]) <= 1e-5 * max(abs(s["logit"]), 1.0)
+ok &= abs(s["logit"] - ref) <= 1e-5 * max(abs(ref), 1.0)
+ok &= abs(s["model_logit"] - ref) <= 1e-5 * max(abs(ref), 1.0)  # dla's forward materialises the pattern: rounding
+print("numbers", "agree" if ok else "DISAGREE", s["logit"], ref)
+PY
+check "lens and dla numbers agree with capture's logits" grep -q "numbers agree" "$work/numbers.log"
+"$bin" dla "$model" --tokens $tokens --target 99999 --out "$work/bad" > "$work/bad.log" 2>&1
+check "an out-of-vocabulary target exits 2" test $? -eq 2
+check "and is named" grep -q "token id 99999 is outside the vocabulary" "$work/bad.log"
+"$bin" dla "$model" --tokens $tokens --target 60 --position 7 --out "$work/bad2" > "$work/bad2.log" 2>&1
+check "a position past the tokens exits 2" test $? -eq 2
+echo "lens/dla cli: $passes passed, $fails failed"
+[[ $fails -eq 0 ]] || cat "$work/numbers.log"
+test $fails -eq 0
