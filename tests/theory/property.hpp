@@ -50,29 +50,38 @@ void property(const std::string& description, Testable&& testable, int cases = 1
     check_property(description, std::forward<Testable>(testable), cases, seed);
 }
 
-// Runs the property as `property` does and returns rapidcheck's result (success, failure or gave up)
-// with its printed message, without reporting it to Catch.
+// A rapidcheck listener that reports nothing: the counter-example a refutation expects is not a failure,
+// so it must not reach rapidcheck's global listener (which prints "Some of your RapidCheck properties
+// had failures" at exit).
+struct SilentListener : rc::detail::TestListener {
+    void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+    void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+    void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+};
+
+// Runs the property with property()'s parameters, without shrinking and silently, and returns
+// rapidcheck's result (success, failure or gave up) with its printed message.
 template <class Testable>
-std::pair<rc::detail::TestResult, std::string> run_property(const std::string& description, Testable&& testable,
-                                                            int cases, std::uint64_t seed, bool shrink) {
+std::pair<rc::detail::TestResult, std::string> run_silently(const std::string& description, Testable&& testable,
+                                                            int cases, std::uint64_t seed) {
     rc::detail::TestParams params = property_params(cases, seed);
-    if (!shrink) params.disableShrinking = true;
+    params.disableShrinking = true;
     rc::detail::TestMetadata metadata;
     metadata.id = description;
     metadata.description = description;
-    auto result = rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)), metadata, params);
+    SilentListener listener;
+    auto result = rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)), metadata, params,
+                                            listener);
     std::ostringstream os;
     rc::detail::printResultMessage(result, os);
     os << " (seed " << params.seed << ", up to " << params.maxSuccess << " cases)";
     return {std::move(result), os.str()};
 }
 
-// The negative check: passes iff the search finds a counter-example (see the top of this file). Only a
-// failed RC_ASSERT counts: an exception thrown by the code under test (an input it refuses) discards the
-// case instead, so that a refutation cannot come from an error message.
+// The testable with exceptions turned into discarded cases: only a failed RC_ASSERT (or RC_FAIL) fails it.
 template <class Testable>
-void refute(const std::string& description, Testable testable, int cases = 1000, std::uint64_t seed = kTheorySeed) {
-    const auto assertions_only = [testable] {
+auto assertions_only(Testable testable) {
+    return [testable] {
         try {
             testable();
         } catch (const rc::detail::CaseResult&) {
@@ -83,7 +92,14 @@ void refute(const std::string& description, Testable testable, int cases = 1000,
             throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Discard, std::string("threw: ") + e.what());
         }
     };
-    const auto [result, message] = run_property(description, assertions_only, cases, seed, false);
+}
+
+// The negative check: passes iff the search finds a counter-example (see the top of this file). Only a
+// failed RC_ASSERT counts: an exception thrown by the code under test (an input it refuses) discards the
+// case instead (assertions_only), so that a refutation cannot come from an error message.
+template <class Testable>
+void refute(const std::string& description, Testable testable, int cases = 1000, std::uint64_t seed = kTheorySeed) {
+    const auto [result, message] = run_silently(description, assertions_only(std::move(testable)), cases, seed);
     INFO("refute: " << description << " must find a counter-example outside the premise: " << message);
     CHECK(result.template is<rc::detail::FailureResult>());
 }
