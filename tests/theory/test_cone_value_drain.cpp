@@ -190,7 +190,8 @@ TEST_CASE("cone drain (negative control): p that depends on the value directions
         RowMatrix<double> S(n, d), S2(n, d);
         for (int s = 0; s < N; ++s) {
             for (int i = 0; i < n; ++i) S.row(i) = perp_unit(rng, u).transpose();
-            for (int i = 0; i < n; ++i) S2.row(i) = perp_unit(rng, u).transpose();
+            if (!dependent)
+                for (int i = 0; i < n; ++i) S2.row(i) = perp_unit(rng, u).transpose();
             RowMatrix<double> V = S * std::sqrt(1 - a * a);
             V.rowwise() += a * u.transpose();
             Eigen::VectorXd p = Eigen::VectorXd::Zero(n);  // p uniform over {i : dirs_i . w > 0}
