@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -135,6 +136,16 @@ inline std::string git_revision() {
     return rev;
 }
 
+// The current time as ISO 8601 UTC, e.g. 2026-12-05T07:30:00Z.
+inline std::string utc_now() {
+    const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    std::ostringstream os;
+    os << std::put_time(&tm, "%Y-%m-%dT%H:%M:%SZ");
+    return os.str();
+}
+
 // One run of an experiment: output directory, meta.json, phase timings, progress.
 class Run {
 public:
@@ -190,6 +201,7 @@ public:
     void finish() {
         close_phase();
         meta_["timings"]["total_seconds"] = std::chrono::duration<double>(Clock::now() - t0_).count();
+        meta_["timings"]["finished_utc"] = utc_now();  // the run's date (docs/theory.md's table names it)
         std::ofstream(path("meta.json")) << meta_.dump(1) << "\n";
         std::cerr << "[" << name_ << "] done in " << std::fixed << std::setprecision(1)
                   << meta_["timings"]["total_seconds"].get<double>() << " s; wrote " << out_ << "/\n";

@@ -11,9 +11,17 @@
 // Entries are sd * k / 4096 with k uniform on |k| <= sqrt(3) * 4096: mean 0, standard deviation sd
 // (as the legacy Gaussians), and a shrunk entry reads as a short binary fraction of sd (1, 0.5, ...).
 //
+// sinkscope::test::refute(description, testable, cases, seed): the negative check. The same search
+// over inputs that violate a statement's premise must FIND a counter-example within `cases` cases,
+// which shows that the property's assertions can fail (a property that holds for every input, premise
+// or not, tests nothing). It passes when rapidcheck reports a failure and prints that counter-example
+// (not shrunk: one is enough, and shrinking would only cost CI time).
+//
 // The engine-based helpers at the end (engine, gaussian_vector, ...) are the LEGACY path: a seed
-// drawn by rapidcheck feeds a std::mt19937_64, so contents cannot shrink. Use them for fixed
-// examples only; properties that still use them (cone model, sink geometry) should move to gen::.
+// drawn by rapidcheck feeds a std::mt19937_64, so contents cannot shrink. Use them for fixed examples,
+// and inside a property only for Monte Carlo sampling noise (gen::engine_seed): the inputs of the
+// statement itself (axes, weights, keys) come from gen:: and shrink, while the thousands of samples
+// whose mean is compared with an expectation come from an engine.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -42,6 +50,60 @@ void property(const std::string& description, Testable&& testable, int cases = 1
     check_property(description, std::forward<Testable>(testable), cases, seed);
 }
 
+// A rapidcheck listener that reports nothing: the counter-example a refutation expects is not a failure,
+// so it must not reach rapidcheck's global listener (which prints "Some of your RapidCheck properties
+// had failures" at exit).
+struct SilentListener : rc::detail::TestListener {
+    void onTestCaseFinished(const rc::detail::CaseDescription&) override {}
+    void onShrinkTried(const rc::detail::CaseDescription&, bool) override {}
+    void onTestFinished(const rc::detail::TestMetadata&, const rc::detail::TestResult&) override {}
+};
+
+// Runs the property with property()'s parameters, without shrinking and silently, and returns
+// rapidcheck's result (success, failure or gave up) with its printed message.
+template <class Testable>
+std::pair<rc::detail::TestResult, std::string> run_silently(const std::string& description, Testable&& testable,
+                                                            int cases, std::uint64_t seed) {
+    rc::detail::TestParams params = property_params(cases, seed);
+    params.disableShrinking = true;
+    rc::detail::TestMetadata metadata;
+    metadata.id = description;
+    metadata.description = description;
+    SilentListener listener;
+    auto result = rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)), metadata, params,
+                                            listener);
+    std::ostringstream os;
+    rc::detail::printResultMessage(result, os);
+    os << " (seed " << params.seed << ", up to " << params.maxSuccess << " cases)";
+    return {std::move(result), os.str()};
+}
+
+// The testable with exceptions turned into discarded cases: only a failed RC_ASSERT (or RC_FAIL) fails it.
+template <class Testable>
+auto assertions_only(Testable testable) {
+    return [testable] {
+        try {
+            testable();
+        } catch (const rc::detail::CaseResult&) {
+            throw;
+        } catch (const rc::GenerationFailure&) {
+            throw;
+        } catch (const std::exception& e) {
+            throw rc::detail::CaseResult(rc::detail::CaseResult::Type::Discard, std::string("threw: ") + e.what());
+        }
+    };
+}
+
+// The negative check: passes iff the search finds a counter-example (see the top of this file). Only a
+// failed RC_ASSERT counts: an exception thrown by the code under test (an input it refuses) discards the
+// case instead (assertions_only), so that a refutation cannot come from an error message.
+template <class Testable>
+void refute(const std::string& description, Testable testable, int cases = 1000, std::uint64_t seed = kTheorySeed) {
+    const auto [result, message] = run_silently(description, assertions_only(std::move(testable)), cases, seed);
+    INFO("refute: " << description << " must find a counter-example outside the premise: " << message);
+    CHECK(result.template is<rc::detail::FailureResult>());
+}
+
 namespace gen {
 
 using RowMatrixXd = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -65,13 +127,13 @@ inline rc::Gen<bool> bernoulli(double p) {
     return rc::gen::map(integer(0, 999, 0), [cut](int x) { return x >= cut; });
 }
 
-inline constexpr int kGrid = 4096;  // entries are k / kGrid
+inline constexpr int kGrid = 4096;     // entries are k / kGrid
+inline constexpr int kRealMax = 7094;  // |k| <= sqrt(3) * kGrid
 
 // A real number sd * k / kGrid, k uniform on [-sqrt(3) kGrid, sqrt(3) kGrid] (standard deviation sd),
 // shrinking towards 0.
 inline rc::Gen<double> real(double sd = 1.0) {
-    constexpr int kMax = 7094;  // sqrt(3) * 4096
-    return rc::gen::map(integer(-kMax, kMax), [sd](int k) { return sd * k / kGrid; });
+    return rc::gen::map(integer(-kRealMax, kRealMax), [sd](int k) { return sd * k / kGrid; });
 }
 
 // A real number uniform on the grid of [lo, hi], shrinking towards lo.
@@ -136,6 +198,27 @@ inline rc::Gen<Eigen::MatrixXd> orthogonal(Eigen::Index d) {
         return Eigen::MatrixXd(qr.householderQ() * Eigen::MatrixXd::Identity(d, d));
     });
 }
+
+// A unit vector of R^n: vector(n) normalised, e_0 when every entry shrank to 0. Shrinks towards
+// axis-aligned directions.
+inline rc::Gen<Eigen::VectorXd> unit_vector(Eigen::Index n) {
+    return rc::gen::map(vector(n), [n](const Eigen::VectorXd& v) {
+        const double norm = v.norm();
+        if (!(norm > 0.0)) return Eigen::VectorXd(Eigen::VectorXd::Unit(n, 0));
+        return Eigen::VectorXd(v / norm);
+    });
+}
+
+// The variance of one entry of real(sd): sd^2 K (K + 1) / (3 kGrid^2), K = kRealMax (a discrete uniform
+// on [-K, K] / kGrid), 1.0000056 sd^2.
+inline double real_variance(double sd = 1.0) {
+    const double K = kRealMax;
+    return sd * sd * K * (K + 1) / (3.0 * double(kGrid) * kGrid);
+}
+
+// The seed of a Monte Carlo engine inside a property (the legacy engine() below): the sampling noise
+// of a statistical check, not an input of the statement. Shrinks towards 0.
+inline rc::Gen<std::uint64_t> engine_seed() { return rc::gen::arbitrary<std::uint64_t>(); }
 
 }  // namespace gen
 

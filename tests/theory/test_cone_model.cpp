@@ -1,5 +1,8 @@
 // Tests of include/sinkscope/theory/cone_model.hpp; statements in theory/cone_model.md.
-// Properties: seed sinkscope::test::kTheorySeed, 1000 cases each.
+// Properties: seed sinkscope::test::kTheorySeed, 1000 cases each. The inputs of each statement (axis u,
+// weights p, the cone's a, values) are drawn by rapidcheck (property.hpp's gen::) and shrink; the Monte
+// Carlo samples whose mean is compared with an expectation come from an engine seeded by rapidcheck.
+// Each property has a negative check (refute) on inputs outside its premise, which must fail.
 #include <catch2/catch.hpp>
 
 #include <sinkscope/theory/cone_model.hpp>
@@ -14,14 +17,10 @@ using sinkscope::Error;
 using sinkscope::test::engine;
 using sinkscope::test::gaussian_vector;
 using sinkscope::test::property;
+using sinkscope::test::refute;
+namespace gen = sinkscope::test::gen;
 
 namespace {
-
-Eigen::VectorXd random_unit(std::mt19937_64& rng, Index d) {
-    Eigen::VectorXd u = gaussian_vector<double>(rng, d);
-    while (u.norm() < 1e-6) u = gaussian_vector<double>(rng, d);
-    return u / u.norm();
-}
 
 // s uniform on the unit sphere of u-perp: a standard Gaussian projected on u-perp is an isotropic
 // Gaussian there, so its direction is uniform. ||s|| = 1 and s . u = 0 (to rounding).
@@ -39,6 +38,25 @@ Eigen::VectorXd cone_vector(std::mt19937_64& rng, const Eigen::VectorXd& u, doub
     return a * u + std::sqrt(1.0 - a * a) * sample_perp_unit(rng, u);
 }
 
+// The cone's a on a grid of step 1/1000 in [lo, hi] / 1000, shrinking towards lo.
+double draw_a(int lo_milli, int hi_milli) { return *gen::integer(lo_milli, hi_milli) / 1000.0; }
+
+// Monte Carlo mean over N samples of ||sum_i p_i v_i||^2 with v_i = a u + sqrt(1-a^2) s_i. Premise of C2:
+// the s_i independent and uniform on the sphere of u-perp. correlated = true breaks it: every s_i of a
+// sample is the same direction.
+double mean_output_norm_sq(std::mt19937_64& rng, const Eigen::VectorXd& u, const Eigen::VectorXd& p, double a, int N,
+                           bool correlated) {
+    double mean = 0.0;
+    for (int s = 0; s < N; ++s) {
+        const Eigen::VectorXd shared = sample_perp_unit(rng, u);
+        Eigen::VectorXd o = Eigen::VectorXd::Zero(u.size());
+        for (Index i = 0; i < p.size(); ++i)
+            o += p[i] * (correlated ? Eigen::VectorXd(a * u + std::sqrt(1.0 - a * a) * shared) : cone_vector(rng, u, a));
+        mean += o.squaredNorm() / N;
+    }
+    return mean;
+}
+
 }  // namespace
 
 TEST_CASE("cone: E||o||^2 = a^2 + (1-a^2) sum p^2 for fixed p, Monte Carlo within 5 sigma",
@@ -46,49 +64,44 @@ TEST_CASE("cone: E||o||^2 = a^2 + (1-a^2) sum p^2 for fixed p, Monte Carlo withi
     // Statement C2 of theory/cone_model.md. For fixed p the per-sample variance is exactly
     // Var||o||^2 = (1-a^2)^2 * 2((sum p^2)^2 - sum p^4) / m, m = d - 1 (C3), so the mean of N samples
     // lies within 5 sigma / sqrt(N) of the formula (central limit theorem).
-    property("Monte Carlo mean of ||o||^2 matches the cone formula", [] {
+    const auto check = [](bool correlated) {
         const int d = *rc::gen::inRange(2, 41);
-        const int n = *rc::gen::inRange(1, 25);
-        const double a = *rc::gen::inRange(0, 1001) / 1000.0;
-        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
-        auto rng = engine(seed);
-        const Eigen::VectorXd u = random_unit(rng, d);
-        const Eigen::VectorXd p = sinkscope::test::random_simplex(rng, n);
+        const int n = *rc::gen::inRange(correlated ? 2 : 1, 25);
+        const double a = draw_a(0, correlated ? 999 : 1000);
+        const Eigen::VectorXd u = *gen::unit_vector(d);
+        const Eigen::VectorXd p = *gen::simplex(n);
+        auto rng = engine(*gen::engine_seed());
         const int N = 256;
-        double mean = 0.0;
-        for (int s = 0; s < N; ++s) {
-            Eigen::VectorXd o = Eigen::VectorXd::Zero(d);
-            for (int i = 0; i < n; ++i) o += p[i] * cone_vector(rng, u, a);
-            mean += o.squaredNorm() / N;
-        }
+        const double mean = mean_output_norm_sq(rng, u, p, a, N, correlated);
         const double sum_sq = p.squaredNorm();
         const double sum_4 = p.array().pow(4).sum();
         const double expected = cone_expected_norm_sq(a, sum_sq);
         const double var = std::pow(1 - a * a, 2) * 2.0 * std::max(0.0, sum_sq * sum_sq - sum_4) / (d - 1);
         const double tol = 5.0 * std::sqrt(var / N) + 1e-12;
         RC_ASSERT(std::abs(mean - expected) <= tol);
-    });
+    };
+    property("Monte Carlo mean of ||o||^2 matches the cone formula", [&] { check(false); });
+    // Outside premise 3 (isotropic, independent s_i): the same s for every value of a sample gives
+    // ||o||^2 = 1 > a^2 + (1-a^2) sum p^2 whenever a < 1 and p is not one-hot.
+    refute("the cone formula holds for correlated directions", [&] { check(true); });
 }
 
 TEST_CASE("cone: E||o||^2 = a^2 + (1-a^2) E[sum p^2] for random p independent of s, within 5 sigma",
           "[theory][property]") {
     // p uniform over the first k keys, k uniform in {1..n}, drawn independently of s:
     // E[sum p^2] = E[1/k], and Var||o||^2 = (1-a^2)^2 (Var(1/k) + E[2(1/k^2 - 1/k^3)] / m) exactly.
-    property("Monte Carlo mean of ||o||^2 with random p matches the cone formula", [] {
+    const auto check = [](bool correlated) {
         const int d = *rc::gen::inRange(2, 41);
-        const int n = *rc::gen::inRange(1, 25);
-        const double a = *rc::gen::inRange(0, 1001) / 1000.0;
-        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
-        auto rng = engine(seed);
-        const Eigen::VectorXd u = random_unit(rng, d);
+        const int n = *rc::gen::inRange(correlated ? 2 : 1, 25);
+        const double a = draw_a(0, correlated ? 999 : 1000);
+        const Eigen::VectorXd u = *gen::unit_vector(d);
+        auto rng = engine(*gen::engine_seed());
         std::uniform_int_distribution<int> K(1, n);
         const int N = 256;
         double mean = 0.0;
         for (int s = 0; s < N; ++s) {
             const int k = K(rng);
-            Eigen::VectorXd o = Eigen::VectorXd::Zero(d);
-            for (int i = 0; i < k; ++i) o += (1.0 / k) * cone_vector(rng, u, a);
-            mean += o.squaredNorm() / N;
+            mean += mean_output_norm_sq(rng, u, Eigen::VectorXd::Constant(k, 1.0 / k), a, 1, correlated) / N;
         }
         double e_inv = 0, e_inv2 = 0, e_inv3 = 0;
         for (int k = 1; k <= n; ++k) {
@@ -99,33 +112,40 @@ TEST_CASE("cone: E||o||^2 = a^2 + (1-a^2) E[sum p^2] for random p independent of
         const double expected = a * a + (1 - a * a) * e_inv;
         const double var = std::pow(1 - a * a, 2) * ((e_inv2 - e_inv * e_inv) + 2.0 * (e_inv2 - e_inv3) / (d - 1));
         RC_ASSERT(std::abs(mean - expected) <= 5.0 * std::sqrt(std::max(0.0, var) / N) + 1e-12);
-    });
+    };
+    property("Monte Carlo mean of ||o||^2 with random p matches the cone formula", [&] { check(false); });
+    // Outside premise 3: the same s for every value of a sample gives ||o||^2 = 1 > a^2 + (1-a^2) E[1/k].
+    refute("the cone formula with random p holds for correlated directions", [&] { check(true); });
 }
 
 TEST_CASE("cone: ||o||^2 = p^T G p to rounding for any weights and values", "[theory][property]") {
     // Statement C1. Rounding bound: both sides are within (n + d + 2) u (sum_i |p_i| ||v_i||)^2 of the
     // exact value (u the unit roundoff), so they differ by at most twice that.
-    property("exact_output_norm_sq equals ||sum p_i v_i||^2", [] {
+    // perturb != 0 moves entry (0, 0) of the values the prediction sees by perturb times their scale.
+    const auto check = [](double perturb) {
         const int n = *rc::gen::inRange(1, 40);
         const int d = *rc::gen::inRange(1, 40);
         const int nq = *rc::gen::inRange(1, 6);
-        const int log_scale = *rc::gen::inRange(-6, 7);
-        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
-        auto rng = engine(seed);
-        const RowMatrix<double> V = sinkscope::test::gaussian_matrix<double>(rng, n, d, std::pow(10.0, log_scale));
-        const RowMatrix<double> P = sinkscope::test::gaussian_matrix<double>(rng, nq, n);
-        const Eigen::VectorXd got = exact_output_norm_sq(V, P);
+        const double scale = std::pow(10.0, *gen::integer(-6, 6));
+        const RowMatrix<double> V = *gen::matrix(n, d, scale);
+        const RowMatrix<double> P = *gen::matrix(nq, n);
+        RowMatrix<double> seen = V;
+        seen(0, 0) += perturb * scale;
+        const Eigen::VectorXd got = exact_output_norm_sq(seen, P);
         for (int t = 0; t < nq; ++t) {
             Eigen::VectorXd o = Eigen::VectorXd::Zero(d);
-            double scale = 0;
+            double bound = 0;
             for (int i = 0; i < n; ++i) {
                 o += P(t, i) * V.row(i).transpose();
-                scale += std::abs(P(t, i)) * V.row(i).norm();
+                bound += std::abs(P(t, i)) * V.row(i).norm();
             }
-            const double tol = 2.0 * (n + d + 2) * std::numeric_limits<double>::epsilon() * scale * scale;
+            const double tol = 2.0 * (n + d + 2) * std::numeric_limits<double>::epsilon() * bound * bound;
             RC_ASSERT(std::abs(got[t] - o.squaredNorm()) <= tol);
         }
-    });
+    };
+    property("exact_output_norm_sq equals ||sum p_i v_i||^2", [&] { check(0.0); });
+    // The tolerance is tight enough to see one value entry moved by 1e-6 of the values' scale.
+    refute("exact_output_norm_sq equals ||sum p_i v_i||^2 after one value entry moved by 1e-6", [&] { check(1e-6); });
 }
 
 TEST_CASE("cone: E[alpha^2] = a^2 + (1-a^2)/n on exact cone samples, within 5 sigma", "[theory][property]") {
@@ -133,18 +153,19 @@ TEST_CASE("cone: E[alpha^2] = a^2 + (1-a^2)/n on exact cone samples, within 5 si
     // E||s_bar||^2 = 1/n and Var||s_bar||^2 = 2(n-1)/(m n^3). One fit's alpha^2 is a degenerate
     // U-statistic (chi-square-like, not Gaussian in n), so the test averages R = 48 independent fits:
     // the mean is then within 5 sigma / sqrt(R) of a^2 + (1-a^2)/n.
-    property("mean of alpha^2 over replicates matches a^2 + (1-a^2)/n", [] {
+    // correlated = true breaks the premise of independent s_i: half of the values share one direction.
+    const auto check = [](bool correlated) {
         const int d = *rc::gen::inRange(2, 25);
         const int n = *rc::gen::inRange(2, 49);
-        const double a = *rc::gen::inRange(1, 1000) / 1000.0;
-        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
-        auto rng = engine(seed);
-        const Eigen::VectorXd u = random_unit(rng, d);
+        const double a = draw_a(1, 999);
+        const Eigen::VectorXd u = *gen::unit_vector(d);
+        auto rng = engine(*gen::engine_seed());
         const int R = 48;
         double mean_alpha_sq = 0.0;
         RowMatrix<double> V(n, d);
         for (int r = 0; r < R; ++r) {
-            for (int i = 0; i < n; ++i) V.row(i) = cone_vector(rng, u, a).transpose();
+            const Eigen::VectorXd shared = cone_vector(rng, u, a);
+            for (int i = 0; i < n; ++i) V.row(i) = (correlated && 2 * i < n ? shared : cone_vector(rng, u, a)).transpose();
             const auto fit = fit_cone(V);
             mean_alpha_sq += fit.alpha * fit.alpha / R;
             // alpha is the mean cosine to the fitted axis; the values are unit (C5).
@@ -156,7 +177,10 @@ TEST_CASE("cone: E[alpha^2] = a^2 + (1-a^2)/n on exact cone samples, within 5 si
         const double nd = n;
         const double sigma = (1 - a * a) * std::sqrt(2.0 * (nd - 1) / ((d - 1) * nd * nd * nd * R));
         RC_ASSERT(std::abs(mean_alpha_sq - (a * a + (1 - a * a) / nd)) <= 5.0 * sigma + 1e-12);
-    });
+    };
+    property("mean of alpha^2 over replicates matches a^2 + (1-a^2)/n", [&] { check(false); });
+    // Outside the premise: with h = ceil(n/2) values equal, E||s_bar||^2 = (h^2 + n - h)/n^2 (about 1/4), not 1/n.
+    refute("mean of alpha^2 matches a^2 + (1-a^2)/n when half of the values share a direction", [&] { check(true); });
 }
 
 TEST_CASE("cone: isotropy measures are exact on a balanced k-dimensional construction", "[theory]") {

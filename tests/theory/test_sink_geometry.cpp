@@ -15,21 +15,35 @@
 using namespace sinkscope::theory;
 using sinkscope::Error;
 using sinkscope::test::engine;
-using sinkscope::test::gaussian_matrix;
 using sinkscope::test::gaussian_vector;
 using sinkscope::test::property;
+using sinkscope::test::refute;
+namespace gen = sinkscope::test::gen;
+
+namespace {
+
+constexpr double kEps = std::numeric_limits<double>::epsilon();
+
+// sigma_1 / sigma_r <= kappa for the singular values of M (a premise: rank at least r, with room).
+bool rank_with_room(const Eigen::MatrixXd& M, Index r, double kappa) {
+    const Eigen::VectorXd sv = Eigen::JacobiSVD<Eigen::MatrixXd>(M).singularValues();
+    return sv.size() >= r && sv[0] > 0.0 && sv[r - 1] * kappa >= sv[0];
+}
+
+// Every row has a non-zero entry (a query with a direction).
+bool no_zero_row(const Eigen::MatrixXd& M) { return (M.cwiseAbs().rowwise().maxCoeff().array() > 0.0).all(); }
+
+}  // namespace
 
 TEST_CASE("sink geometry: max-gap lower <= exact sink mass <= Jensen upper", "[theory][property]") {
     // Statement G1, with the exact mass checked against a long-double softmax where exp does not
     // overflow long double.
     property("sink mass bracket", [] {
         const int n = *rc::gen::inRange(2, 200);
-        const int log_scale = *rc::gen::inRange(-3, 4);
-        const bool equal_others = *rc::gen::inRange(0, 10) == 0;
-        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
-        auto rng = engine(seed);
-        Eigen::VectorXd z = gaussian_vector<double>(rng, n, std::pow(10.0, log_scale));
-        const Index sink = static_cast<Index>(seed % static_cast<std::uint64_t>(n));
+        const int log_scale = *gen::integer(-3, 3);
+        const bool equal_others = *gen::bernoulli(0.1);
+        Eigen::VectorXd z = *gen::vector(n, std::pow(10.0, log_scale));
+        const Index sink = *gen::integer(0, n - 1);
         if (equal_others) {
             const double c = z[(sink + 1) % n];
             for (Index j = 0; j < n; ++j)
@@ -55,6 +69,14 @@ TEST_CASE("sink geometry: max-gap lower <= exact sink mass <= Jensen upper", "[t
             const double e = std::exp(m.delta);
             RC_ASSERT(std::abs(m.jensen_upper - e / (e + n - 1)) <= 1e-14);
         }
+    });
+    // Outside the equality premise (n >= 3 keys, the other logits drawn freely): the bracket is not tight.
+    refute("both bounds equal the exact mass although the other logits differ", [] {
+        const int n = *rc::gen::inRange(3, 200);
+        const Eigen::VectorXd z = *gen::vector(n, std::pow(10.0, *gen::integer(-3, 3)));
+        const SinkMass m = sink_mass_from_logits(z, *gen::integer(0, n - 1));
+        RC_ASSERT(std::abs(m.exact - m.jensen_upper) <= 1e-12 * m.exact + 1e-300);
+        RC_ASSERT(std::abs(m.exact - m.max_lower) <= 1e-12 * m.exact + 1e-300);
     });
 }
 
@@ -87,14 +109,11 @@ TEST_CASE("sink geometry: the PCA dimension is the rank for exactly low-rank key
         const int r = *rc::gen::inRange(1, d + 1);
         const int N = *rc::gen::inRange(r + 5, 85);  // N - r >= 5: well conditioned, rank r
         const int thr_milli = *rc::gen::inRange(1, 1001);
-        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
-        auto rng = engine(seed);
-        Eigen::HouseholderQR<Eigen::MatrixXd> qr(gaussian_matrix<double>(rng, d, d));
-        const RowMatrix<double> B =                                                 // r orthonormal directions
-            (qr.householderQ() * Eigen::MatrixXd::Identity(d, d)).leftCols(r).transpose();
-        RowMatrix<double> coeff = gaussian_matrix<double>(rng, N, r);
+        const RowMatrix<double> B = Eigen::MatrixXd(*gen::orthogonal(d)).leftCols(r).transpose();  // r orthonormal rows
+        RowMatrix<double> coeff = *gen::matrix(N, r);
         for (int j = 0; j < r; ++j) coeff.col(j) *= 1.0 + j;                       // distinct variances
-        const RowMatrix<double> K = coeff * B;                                     // (N, d), rank r (generic)
+        RC_PRE(rank_with_room(coeff, r, 1e3));                                    // the premise: rank r
+        const RowMatrix<double> K = coeff * B;                                     // (N, d), rank r
         Eigen::JacobiSVD<Eigen::MatrixXd> svd(K, Eigen::ComputeThinV);
         const auto exact = sink_key_subspace(K, 1.0 - 1e-9);
         RC_ASSERT(exact.dimension == r);
@@ -116,6 +135,15 @@ TEST_CASE("sink geometry: the PCA dimension is the rank for exactly low-rank key
         if (sub.dimension >= 1 && (e.size() < 2 || e[1] < 0.9 * e[0]))
             RC_ASSERT(std::abs(sub.basis.col(0).dot(svd.matrixV().col(0))) >= 1 - 1e-8);
     });
+    // Outside the premise: the same keys plus full-rank noise of size 1e-3 are not exactly rank r < d.
+    refute("the dimension at 1 - 1e-9 is r although noise fills the other directions", [] {
+        const int d = *rc::gen::inRange(2, 33);
+        const int r = *rc::gen::inRange(1, d);
+        const int N = *rc::gen::inRange(r + 5, 85);
+        const RowMatrix<double> B = Eigen::MatrixXd(*gen::orthogonal(d)).leftCols(r).transpose();
+        const RowMatrix<double> K = *gen::matrix(N, r) * B + *gen::matrix(N, d, 1e-3);
+        RC_ASSERT(sink_key_subspace(K, 1.0 - 1e-9).dimension == r);
+    });
 }
 
 TEST_CASE("sink geometry: query alignment is 1 inside the subspace, 0 orthogonal to it, in [0,1] always",
@@ -124,22 +152,32 @@ TEST_CASE("sink geometry: query alignment is 1 inside the subspace, 0 orthogonal
     property("query_alignment range and extremes", [] {
         const int d = *rc::gen::inRange(2, 33);
         const int r = *rc::gen::inRange(1, d);
-        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
-        auto rng = engine(seed);
-        Eigen::HouseholderQR<Eigen::MatrixXd> qr(gaussian_matrix<double>(rng, d, d));
-        const Eigen::MatrixXd Qfull = qr.householderQ() * Eigen::MatrixXd::Identity(d, d);
+        const Eigen::MatrixXd Qfull = *gen::orthogonal(d);
         const Eigen::MatrixXd B = Qfull.leftCols(r), Bperp = Qfull.rightCols(d - r);
-        const RowMatrix<double> inside = gaussian_matrix<double>(rng, 5, r) * B.transpose();
-        const RowMatrix<double> outside = gaussian_matrix<double>(rng, 5, d - r) * Bperp.transpose();
+        const RowMatrix<double> inside = *gen::matrix(5, r) * B.transpose();
+        const RowMatrix<double> outside = *gen::matrix(5, d - r) * Bperp.transpose();
+        const RowMatrix<double> any = *gen::matrix(7, d, 1e3);
+        RC_PRE(no_zero_row(inside) && no_zero_row(outside) && no_zero_row(any));  // queries with a direction
         RC_ASSERT(std::abs(query_alignment(inside, B) - 1.0) <= 1e-12);
         RC_ASSERT(query_alignment(outside, B) <= 1e-12);
-        const RowMatrix<double> any = gaussian_matrix<double>(rng, 7, d, 1e3);
         const double a = query_alignment(any, B);
         RC_ASSERT(a >= 0.0 && a <= 1.0);
         // For r = 1 it is the mean |cos(q, b)|.
         double mc = 0;
         for (Index t = 0; t < 7; ++t) mc += std::abs(any.row(t).dot(B.col(0).transpose())) / any.row(t).norm() / 7;
         RC_ASSERT(std::abs(query_alignment(any, B.leftCols(1)) - mc) <= 1e-12);
+    });
+    // Outside the premise: queries tilted by 1% of their size into the other side are not at 1 and 0.
+    refute("alignment is 1 and 0 although the queries leave S and S-perp", [] {
+        const int d = *rc::gen::inRange(2, 33);
+        const int r = *rc::gen::inRange(1, d);
+        const Eigen::MatrixXd Qfull = *gen::orthogonal(d);
+        const Eigen::MatrixXd B = Qfull.leftCols(r), Bperp = Qfull.rightCols(d - r);
+        const RowMatrix<double> inside = *gen::matrix(5, r) * B.transpose() + *gen::matrix(5, d - r, 1e-2) * Bperp.transpose();
+        const RowMatrix<double> outside = *gen::matrix(5, d - r) * Bperp.transpose() + *gen::matrix(5, r, 1e-2) * B.transpose();
+        RC_PRE(no_zero_row(inside) && no_zero_row(outside));
+        RC_ASSERT(std::abs(query_alignment(inside, B) - 1.0) <= 1e-12);
+        RC_ASSERT(query_alignment(outside, B) <= 1e-12);
     });
 }
 
@@ -180,10 +218,12 @@ TEST_CASE("sink geometry: centred dimension of keys in an affine subspace, and k
         const int d = *rc::gen::inRange(3, 24);
         const int r = *rc::gen::inRange(1, d);
         const int n = *rc::gen::inRange(r + 2, 80);
-        auto rng = engine(*rc::gen::arbitrary<std::uint64_t>());
-        const RowMatrix<double> U = gaussian_matrix<double>(rng, r, d);
-        const Eigen::VectorXd mu = gaussian_vector<double>(rng, d);
-        RowMatrix<double> K = gaussian_matrix<double>(rng, n, r) * U;
+        const RowMatrix<double> U = *gen::matrix(r, d);
+        const Eigen::VectorXd mu = *gen::vector(d);
+        RowMatrix<double> K = *gen::matrix(n, r) * U;
+        // The premises: the deviations span r dimensions (with room), and the common mean 1000 mu is large.
+        RC_PRE(rank_with_room(RowMatrix<double>(K.rowwise() - K.colwise().mean()), r, 1e3));
+        RC_PRE(mu.norm() >= 0.5);
         K.rowwise() += (1000.0 * mu).transpose();
         RC_ASSERT(key_dimension(K, 1.0 - 1e-9, true) == r);
         RC_ASSERT(key_dimension(K, 0.9, false) == 1);
@@ -191,6 +231,16 @@ TEST_CASE("sink geometry: centred dimension of keys in an affine subspace, and k
             RC_ASSERT(key_dimension(K, th, true) == sink_key_subspace(K, th, true).dimension);
             RC_ASSERT(key_dimension(K, th, false) == sink_key_subspace(K, th, false).dimension);
         }
+    });
+    // Outside the premise: without the common mean, keys spread over r >= 2 directions are not
+    // 1-dimensional uncentred.
+    refute("the uncentred dimension at 90% is 1 without a common mean", [] {
+        const int d = *rc::gen::inRange(3, 24);
+        const int r = *rc::gen::inRange(2, d);
+        const int n = *rc::gen::inRange(r + 2, 80);
+        const RowMatrix<double> K = *gen::matrix(n, r) * *gen::matrix(r, d);
+        RC_PRE(K.cwiseAbs().maxCoeff() > 0.0);
+        RC_ASSERT(key_dimension(K, 0.9, false) == 1);
     });
 }
 
@@ -225,28 +275,39 @@ TEST_CASE("sink geometry: mean-field alpha_0 is exact for equal ordinary logits,
 TEST_CASE("sink geometry: mean-field alpha_0 of the causal gaps bounds Gu's alpha_0 from above", "[theory][property]") {
     // Statement G6: with gap_t = z_0 - mean_{1<=j<=t} z_j of the sequence itself, A[t,0] <= e^gap_t / (e^gap_t + t)
     // (G1), so alpha_0 <= alpha0_hat; equal ordinary keys make every ordinary logit of a row equal: equality.
-    property("mean-field bound on alpha_0", [] {
-        const int T = *rc::gen::inRange(2, 40);
-        const int d = *rc::gen::inRange(1, 9);
-        const int log_scale = *rc::gen::inRange(-2, 2);
-        const bool equal_ordinary = *rc::gen::inRange(0, 5) == 0;
-        auto rng = engine(*rc::gen::arbitrary<std::uint64_t>());
-        const RowMatrix<double> Q = gaussian_matrix<double>(rng, T, d, std::pow(10.0, log_scale));
-        RowMatrix<double> K = gaussian_matrix<double>(rng, T, d);
-        if (equal_ordinary)
-            for (Index j = 2; j < T; ++j) K.row(j) = K.row(1);
-        // Exact causal softmax pattern, written out.
-        RowMatrix<double> A = RowMatrix<double>::Zero(T, T);
+    // Returns (alpha_0 of the exact causal softmax pattern, alpha0_hat).
+    const auto alpha_and_hat = [](const RowMatrix<double>& Q, const RowMatrix<double>& K) {
+        const Index T = Q.rows();
+        const double d = double(Q.cols());
+        RowMatrix<double> A = RowMatrix<double>::Zero(T, T);  // exact causal softmax pattern, written out
         for (Index t = 0; t < T; ++t) {
-            Eigen::VectorXd z = K.topRows(t + 1) * Q.row(t).transpose() / std::sqrt(double(d));
+            Eigen::VectorXd z = K.topRows(t + 1) * Q.row(t).transpose() / std::sqrt(d);
             z.array() -= z.maxCoeff();
             const Eigen::VectorXd e = z.array().exp();
             A.row(t).head(t + 1) = (e / e.sum()).transpose();
         }
-        const double alpha = sink_importance(A, 0);
-        const double hat = mean_field_alpha0(causal_logit_gaps(Q, K, Eigen::VectorXd(K.row(0).transpose())));
+        return std::pair<double, double>{sink_importance(A, 0),
+                                         mean_field_alpha0(causal_logit_gaps(Q, K, Eigen::VectorXd(K.row(0).transpose())))};
+    };
+    property("mean-field bound on alpha_0", [&] {
+        const int T = *rc::gen::inRange(2, 40);
+        const int d = *rc::gen::inRange(1, 9);
+        const int log_scale = *gen::integer(-2, 1);
+        const bool equal_ordinary = *gen::bernoulli(0.2);
+        const RowMatrix<double> Q = *gen::matrix(T, d, std::pow(10.0, log_scale));
+        RowMatrix<double> K = *gen::matrix(T, d);
+        if (equal_ordinary)
+            for (Index j = 2; j < T; ++j) K.row(j) = K.row(1);
+        const auto [alpha, hat] = alpha_and_hat(Q, K);
         RC_ASSERT(alpha <= hat + 1e-12);
         if (equal_ordinary) RC_ASSERT(std::abs(alpha - hat) <= 1e-12);
+    });
+    // Outside the equality premise (T >= 3, the ordinary keys drawn freely): alpha_0 < alpha0_hat somewhere.
+    refute("alpha_0 equals alpha0_hat although the ordinary keys differ", [&] {
+        const int T = *rc::gen::inRange(3, 40);
+        const int d = *rc::gen::inRange(1, 9);
+        const auto [alpha, hat] = alpha_and_hat(*gen::matrix(T, d, std::pow(10.0, *gen::integer(-2, 1))), *gen::matrix(T, d));
+        RC_ASSERT(std::abs(alpha - hat) <= 1e-12);
     });
 }
 
@@ -285,11 +346,9 @@ TEST_CASE("sink geometry: sum_k (T-k) alpha_k = T and the sink rate is monotone 
         const int T = *rc::gen::inRange(1, 40);
         const int L = *rc::gen::inRange(1, 4);
         const int H = *rc::gen::inRange(1, 4);
-        const auto seed = *rc::gen::arbitrary<std::uint64_t>();
-        auto rng = engine(seed);
         std::vector<std::vector<RowMatrix<double>>> P(static_cast<std::size_t>(L));
         for (auto& layer : P)
-            for (int h = 0; h < H; ++h) layer.push_back(sinkscope::test::random_causal_pattern(rng, T));
+            for (int h = 0; h < H; ++h) layer.push_back(*gen::causal_pattern(T));
         double total = 0;
         for (Index k = 0; k < T; ++k) total += (T - k) * sink_importance(P[0][0], k);
         RC_ASSERT(std::abs(total - T) <= 1e-12 * T);
@@ -307,6 +366,135 @@ TEST_CASE("sink geometry: sum_k (T-k) alpha_k = T and the sink rate is monotone 
             mean += sink_rate(one) / L;
         }
         RC_ASSERT(std::abs(mean - sink_rate(P)) <= 1e-12);
+    });
+    // The count is 0-based: weighting alpha_k by the paper's 1-based T - k + 1 breaks the identity.
+    refute("sum_k (T-k+1) alpha_k = T", [] {
+        const int T = *rc::gen::inRange(1, 40);
+        const RowMatrix<double> A = *gen::causal_pattern(T);
+        double total = 0;
+        for (Index k = 0; k < T; ++k) total += (T - k + 1) * sink_importance(A, k);
+        RC_ASSERT(std::abs(total - T) <= 1e-12 * T);
+    });
+}
+
+TEST_CASE("sink geometry: the energy share of noisy planted keys in S tends to 1 as the noise vanishes",
+          "[theory][property]") {
+    // Statement G7 (i): keys K = C B^T + sigma G, B (d_h, 2) orthonormal (the planted plane S), C (N, 2),
+    // G (N, d_h). S is given by a spanning set that is neither orthonormal nor independent (B M and a
+    // redundant column). Exactly 1 - share = sigma^2 ||G B_perp||_F^2 / ||K||_F^2 (peer: the complement
+    // B_perp of the drawn orthogonal matrix), and by the triangle inequality (||C B^T||_F = ||C||_F)
+    //     1 - share <= sigma^2 ||G||^2 / (||C|| - sigma ||G||)^2   when sigma ||G|| < ||C||,
+    // so share -> 1 as O(sigma^2); share = 1 at sigma = 0.
+    property("planted keys: 1 - share = sigma^2 ||G B_perp||^2 / ||K||^2 -> 0", [] {
+        const int d = *rc::gen::inRange(3, 25);
+        const int N = *rc::gen::inRange(2, 41);
+        const Eigen::MatrixXd Qd = *gen::orthogonal(d);
+        const Eigen::MatrixXd B = Qd.leftCols(2), Bperp = Qd.rightCols(d - 2);
+        const RowMatrix<double> C = *gen::matrix(N, 2);
+        const RowMatrix<double> G = *gen::matrix(N, d);
+        const Eigen::Matrix2d M = Eigen::Matrix2d::Identity() + Eigen::Matrix2d(RowMatrix<double>(*gen::matrix(2, 2, 0.5)));
+        RC_PRE(C.norm() > 0.0 && std::abs(M.determinant()) >= 0.1);  // planted signal; M invertible
+        Eigen::MatrixXd spanning(d, 3);
+        spanning << B * M, B * (M.col(0) - 2.0 * M.col(1));
+        const double c = C.norm(), g = G.norm();
+        for (int j = 0; j <= 40; j += 4) {
+            const double sigma = j == 40 ? 0.0 : std::ldexp(1.0, 2 - j);  // 4, 1/4, 1/64, ..., 2^-34, then 0
+            const RowMatrix<double> K = C * B.transpose() + sigma * G;
+            const double share = subspace_energy_share(K, spanning);
+            const double outside = sigma * sigma * (G * Bperp).squaredNorm() / K.squaredNorm();
+            RC_ASSERT(share >= 0.0 && share <= 1.0);
+            RC_ASSERT(std::abs((1.0 - share) - outside) <= 64.0 * d * kEps);
+            if (sigma * g < c) RC_ASSERT(1.0 - share <= sigma * sigma * g * g / ((c - sigma * g) * (c - sigma * g)) + 64.0 * d * kEps);
+            if (sigma == 0.0) RC_ASSERT(share >= 1.0 - 64.0 * d * kEps);
+        }
+    });
+    // Outside the premise: keys planted in another plane S' (sharing one direction with S) keep a share
+    // below 1 without noise.
+    refute("share = 1 for noiseless keys planted in another plane", [] {
+        const int d = *rc::gen::inRange(3, 25);
+        const Eigen::MatrixXd Qd = *gen::orthogonal(d);
+        Eigen::MatrixXd other(d, 2);
+        other << Qd.col(0), Qd.col(2);
+        const RowMatrix<double> K = *gen::matrix(*rc::gen::inRange(2, 41), 2) * other.transpose();
+        RC_PRE(K.norm() > 0.0);
+        RC_ASSERT(subspace_energy_share(K, Qd.leftCols(2)) >= 1.0 - 64.0 * d * kEps);
+    });
+}
+
+TEST_CASE("sink geometry: the energy share of isotropic keys in S is dim(S)/d_h, within 6 sd", "[theory][property]") {
+    // Statement G7 (ii): keys G (N, d_h) with iid entries of variance v (gen::real: a symmetric discrete
+    // uniform, fourth moment 9/5 v^2 <= 3 v^2). With P the projector on S (dim r) and M = P - (r/d_h) I:
+    //     share - r/d_h = Z / ||G||_F^2,  Z = sum_t g_t^T M g_t,  E Z = v tr M = 0,
+    //     Var Z = N [(mu_4 - 3 v^2) sum_i M_ii^2 + 2 v^2 tr M^2] <= 2 N v^2 r (1 - r/d_h)
+    // (tr M^2 = r (1 - r/d_h)^2 + (d_h - r)(r/d_h)^2). Z is a sum of N iid bounded terms: asserted
+    // |Z| <= 6 sd. The closed form planted_energy_share(0, v, r, d_h) is r/d_h.
+    property("isotropic keys: share = r / d_h", [] {
+        const int d = *rc::gen::inRange(2, 33);
+        const int r = *rc::gen::inRange(1, d + 1);
+        const int N = *rc::gen::inRange(16, 121);
+        const double sd = std::pow(10.0, *gen::integer(-3, 3));
+        const Eigen::MatrixXd basis = Eigen::MatrixXd(*gen::orthogonal(d)).leftCols(r);
+        const RowMatrix<double> G = *gen::matrix(N, d, sd);
+        RC_PRE(G.cwiseAbs().maxCoeff() > 0.0);
+        const double v = gen::real_variance(sd), ratio = double(r) / d;
+        const double share = subspace_energy_share(G, basis);
+        const double Z_bound = 6.0 * std::sqrt(2.0 * N * r * (1.0 - ratio)) * v;
+        RC_ASSERT(std::abs(share - ratio) * G.squaredNorm() <= Z_bound + 64.0 * d * kEps * G.squaredNorm());
+        RC_ASSERT(std::abs(planted_energy_share(0.0, v, r, d) - ratio) <= 1e-15);
+    });
+    // Outside the premise: noise 3 times larger inside S (variance 9 v there) is not isotropic, and its
+    // share, 9r / (9r + d_h - r) in expectation, leaves the 6 sd band around r / d_h.
+    refute("anisotropic keys: share = r / d_h", [] {
+        const int d = *rc::gen::inRange(2, 33);
+        const int r = *rc::gen::inRange(1, d);
+        const int N = *rc::gen::inRange(16, 121);
+        const Eigen::MatrixXd basis = Eigen::MatrixXd(*gen::orthogonal(d)).leftCols(r);
+        RowMatrix<double> G = *gen::matrix(N, d);
+        G += 2.0 * G * basis * basis.transpose();
+        RC_PRE(G.cwiseAbs().maxCoeff() > 0.0);
+        const double v = gen::real_variance(1.0), ratio = double(r) / d;
+        const double share = subspace_energy_share(G, basis);
+        RC_ASSERT(std::abs(share - ratio) * G.squaredNorm() <= 6.0 * std::sqrt(2.0 * N * r * (1.0 - ratio)) * v);
+    });
+}
+
+TEST_CASE("sink geometry: planted sink keys have a larger energy share in S than ordinary keys, and the closed form",
+          "[theory][property]") {
+    // Statement G7 (iii): sink keys K = C B^T + G in the planted plane S (B (d_h, 2) orthonormal, C (N, 2)
+    // given, G iid entries of variance v = sigma^2), ordinary keys O isotropic. Given C, with
+    // E = planted_energy_share(||C||^2 / N, v, 2, d_h) = (||C||^2 + 2 N v) / (||C||^2 + d_h N v):
+    //     (share - E) ||K||^2 = W = (1 - E) 2<C, G B> + sum_t g_t^T (P - E I) g_t + const, E W = 0,
+    //     Var W <= 4 (1 - E)^2 v ||C||^2 + 2 N v^2 (2 (1 - E)^2 + (d_h - 2) E^2)
+    // (the linear and quadratic terms are uncorrelated: the entries are symmetric). Asserted |W| <= 6 sd.
+    // Premise of the comparison: the realised signal energy per key ||C||^2 / N >= 1 >= 4 d_h v (noise
+    // at most a quarter of the signal), d_h >= 4, N >= 64 keys: then E >= 0.9 while the ordinary share is
+    // 2/d_h <= 1/2 within 6 sd <= 0.27, so share(sink) > share(ordinary).
+    property("planted sink keys: share(sink) > share(ordinary), and share(sink) = E within 6 sd", [] {
+        const int d = *rc::gen::inRange(4, 33);
+        const int N = *rc::gen::inRange(64, 129);
+        const Eigen::MatrixXd B = Eigen::MatrixXd(*gen::orthogonal(d)).leftCols(2);
+        const RowMatrix<double> C = *gen::matrix(N, 2);
+        const double sigma = *gen::real_in(0.0, 0.5) / std::sqrt(double(d));
+        const RowMatrix<double> G = *gen::matrix(N, d, sigma);
+        const RowMatrix<double> O = *gen::matrix(N, d, std::pow(10.0, *gen::integer(-2, 2)));
+        RC_PRE(C.squaredNorm() >= double(N));
+        const RowMatrix<double> K = C * B.transpose() + G;
+        const double v = gen::real_variance(sigma), e = C.squaredNorm() / N;
+        const double E = (e + 2.0 * v) / (e + d * v);
+        RC_ASSERT(std::abs(planted_energy_share(e, v, 2, d) - E) <= 1e-15);
+        const double share_sink = subspace_energy_share(K, B), share_ordinary = subspace_energy_share(O, B);
+        const double var_W = 4.0 * (1 - E) * (1 - E) * v * C.squaredNorm() +
+                             2.0 * N * v * v * (2.0 * (1 - E) * (1 - E) + (d - 2) * E * E);
+        RC_ASSERT(std::abs(share_sink - E) * K.squaredNorm() <= 6.0 * std::sqrt(var_W) + 64.0 * d * kEps * K.squaredNorm());
+        RC_ASSERT(share_sink > share_ordinary);
+    });
+    // Outside the premise: sink keys without the planted signal (isotropic like the ordinary ones).
+    refute("share(sink) > share(ordinary) without a planted signal", [] {
+        const int d = *rc::gen::inRange(4, 33);
+        const int N = *rc::gen::inRange(64, 129);
+        const Eigen::MatrixXd B = Eigen::MatrixXd(*gen::orthogonal(d)).leftCols(2);
+        const RowMatrix<double> K = *gen::matrix(N, d), O = *gen::matrix(N, d);
+        RC_ASSERT(subspace_energy_share(K, B) > subspace_energy_share(O, B));
     });
 }
 
@@ -358,4 +546,35 @@ TEST_CASE("sink geometry: bad input throws sinkscope::Error", "[theory]") {
     CHECK_THROWS_AS(mean_field_alpha0(0.0, 0), Error);
     CHECK_THROWS_AS(mean_field_alpha0(std::numeric_limits<double>::quiet_NaN(), 8), Error);
     CHECK_THROWS_AS(key_dimension(RowMatrix<double>::Ones(4, 3), 0.9, true), Error);  // all keys equal
+    // G7
+    CHECK_THROWS_WITH(subspace_energy_share(RowMatrix<double>::Zero(4, 3), B), Catch::Contains("all keys are zero"));
+    CHECK_THROWS_WITH(subspace_energy_share(RowMatrix<double>::Ones(4, 3), Eigen::MatrixXd::Zero(3, 2)),
+                      Catch::Contains("every basis column is zero"));
+    CHECK_THROWS_AS(subspace_energy_share(RowMatrix<double>::Ones(4, 3), Eigen::MatrixXd::Ones(4, 1)), Error);
+    RowMatrix<double> nan_keys = RowMatrix<double>::Ones(2, 3);
+    nan_keys(1, 2) = std::numeric_limits<double>::quiet_NaN();
+    CHECK_THROWS_WITH(subspace_energy_share(nan_keys, B), Catch::Contains("non-finite"));
+    CHECK_THROWS_AS(planted_energy_share(-1.0, 1.0, 1, 3), Error);
+    CHECK_THROWS_AS(planted_energy_share(1.0, 1.0, 4, 3), Error);
+    CHECK_THROWS_AS(planted_energy_share(0.0, 0.0, 1, 3), Error);
 }
+
+TEST_CASE("sink geometry: energy share in a subspace, by hand", "[theory]") {
+    // Statement G7 on keys whose projections are known: S = span{e_0, e_0 + e_1} = span{e_0, e_1} in R^3.
+    RowMatrix<double> K(3, 3);
+    K << 1, 0, 0,   // inside: energy 1 of 1
+         0, 3, 4,   // inside 9 of 25
+         0, 0, 2;   // inside 0 of 4
+    Eigen::MatrixXd spanning(3, 2);
+    spanning << 1, 1,  0, 1,  0, 0;
+    CHECK(subspace_energy_share(K, spanning) == Approx(10.0 / 30.0).epsilon(1e-15));
+    CHECK(orthonormal_span(spanning).cols() == 2);
+    Eigen::MatrixXd redundant(3, 3);
+    redundant << 1, 1, 2,  0, 1, 1,  0, 0, 0;  // third column = first + second: rank 2
+    CHECK(orthonormal_span(redundant).cols() == 2);
+    CHECK(subspace_energy_share(K, redundant) == Approx(10.0 / 30.0).epsilon(1e-15));
+    CHECK(subspace_energy_share(RowMatrix<double>(1e200 * K), spanning) == Approx(10.0 / 30.0).epsilon(1e-15));  // no overflow
+    CHECK(subspace_energy_share(K, Eigen::MatrixXd::Identity(3, 3)) == 1.0);
+    CHECK(planted_energy_share(2.0, 0.5, 2, 6) == Approx((2.0 + 1.0) / (2.0 + 3.0)).epsilon(1e-15));
+}
+

@@ -17,10 +17,16 @@
 //        of a sequence: k_ordinary = mean_{1 <= j <= t} k_j. Mean-field alpha_0 of a head with gaps
 //        gap_t: alpha0_hat = (1/T) [1 + sum_{t=1}^{T-1} e^{gap_t} / (e^{gap_t} + t)], an upper bound on
 //        Gu's alpha_0 when gap_t is row t's gap to the mean ordinary logit (G1), exact for equal ones.
+//   (G7) energy share of keys in a subspace S = span(basis): share = sum_t ||P_S k_t||^2 / sum_t ||k_t||^2
+//        (the quantity of claim B5, with S = span{W_K^T e_i : i a spike channel}). In the noisy planted
+//        model k_t = B c_t + g_t (B orthonormal (d_h, r), noise g_t with iid entries of variance sigma^2):
+//        E sum ||P_S k||^2 / E sum ||k||^2 = (e + r sigma^2) / (e + d_h sigma^2), e the mean signal energy
+//        ||c_t||^2 per key; isotropic keys (e = 0) give r / d_h, noiseless planted keys 1.
 #pragma once
 
 #include <Eigen/Core>
 #include <Eigen/Eigenvalues>
+#include <Eigen/SVD>
 
 #include <algorithm>
 #include <cmath>
@@ -233,6 +239,64 @@ double query_alignment(const Eigen::MatrixBase<DQ>& Q, const Eigen::MatrixBase<D
         ++defined;
     }
     return defined ? sum / static_cast<double>(defined) : std::numeric_limits<double>::quiet_NaN();
+}
+
+// ---- G7: energy share of keys in a subspace -------------------------------------------------
+
+// An orthonormal basis (d_h, rank) of the span of the columns of `basis` (d_h, m), which need not be
+// orthonormal nor independent (e.g. the key directions W_K^T e_i of a set of spike channels): the left
+// singular vectors whose singular value exceeds max(d_h, m) * eps * sigma_max (the numerical rank).
+// Throws when every column is zero.
+template <class D>
+Eigen::MatrixXd orthonormal_span(const Eigen::MatrixBase<D>& basis) {
+    detail::check_scalar<typename D::Scalar>();
+    detail::require_nonempty(basis, "orthonormal_span: basis");
+    detail::require_finite(basis, "orthonormal_span: basis");
+    Eigen::MatrixXd B = basis.template cast<double>();
+    const double scale = B.cwiseAbs().maxCoeff();
+    if (!(scale > 0.0)) throw Error("orthonormal_span: every basis column is zero, so the span is {0}");
+    B /= scale;
+    const Eigen::JacobiSVD<Eigen::MatrixXd> svd(B, Eigen::ComputeThinU);
+    const Eigen::VectorXd& sv = svd.singularValues();  // descending
+    const double cut = static_cast<double>(std::max(B.rows(), B.cols())) * std::numeric_limits<double>::epsilon() * sv[0];
+    Index rank = 0;
+    while (rank < sv.size() && sv[rank] > cut) ++rank;
+    return svd.matrixU().leftCols(rank);
+}
+
+// The share of the keys' energy inside S = span(columns of basis):
+//     share = sum_t ||P_S k_t||^2 / sum_t ||k_t||^2,   P_S = U U^T, U = orthonormal_span(basis),
+// so ||P_S k||^2 = ||U^T k||^2. keys (N, d_h) one key per row, basis (d_h, m). share is in [0, 1]: 1 when
+// every key lies in S, 0 when every key is orthogonal to it, and dim(S) / d_h in expectation for
+// isotropic keys (G7). The keys are scaled by their largest |entry| first (the ratio does not change), so
+// huge keys do not overflow. Throws when every key is zero (no energy to share).
+template <class DK, class DB>
+double subspace_energy_share(const Eigen::MatrixBase<DK>& keys, const Eigen::MatrixBase<DB>& basis) {
+    detail::check_scalar<typename DK::Scalar>();
+    detail::require_nonempty(keys, "subspace_energy_share: keys");
+    detail::require_finite(keys, "subspace_energy_share: keys");
+    detail::require_same(keys.cols(), basis.rows(), "subspace_energy_share: keys (N, d_h) and basis (d_h, m) disagree on d_h");
+    const Eigen::MatrixXd U = orthonormal_span(basis);
+    Eigen::MatrixXd K = keys.template cast<double>();
+    const double scale = K.cwiseAbs().maxCoeff();
+    if (!(scale > 0.0)) throw Error("subspace_energy_share: all keys are zero, so there is no energy to share");
+    K /= scale;
+    const double total = K.squaredNorm();
+    const double inside = (K * U).squaredNorm();  // row t of K U is (U^T k_t)^T
+    return std::min(1.0, inside / total);
+}
+
+// The closed form of G7 for the planted model k = B c + g (B orthonormal (d_h, r), noise entries iid of
+// variance noise_variance): E sum ||P_S k||^2 / E sum ||k||^2 = (e + r s^2) / (e + d_h s^2), e = mean
+// ||c||^2 per key (signal_energy), s^2 = noise_variance. A ratio of expectations, which the observed
+// share approaches as the number of keys grows (the law of large numbers on numerator and denominator).
+inline double planted_energy_share(double signal_energy, double noise_variance, Index r, Index d_h) {
+    if (!(signal_energy >= 0.0) || !(noise_variance >= 0.0) || !std::isfinite(signal_energy) || !std::isfinite(noise_variance))
+        throw Error("planted_energy_share: the signal energy and the noise variance must be finite and >= 0");
+    if (r < 0 || d_h < 1 || r > d_h) throw Error("planted_energy_share: need 0 <= r <= d_h and d_h >= 1");
+    const double den = signal_energy + static_cast<double>(d_h) * noise_variance;
+    if (!(den > 0.0)) throw Error("planted_energy_share: no signal and no noise, so there is no energy to share");
+    return (signal_energy + static_cast<double>(r) * noise_variance) / den;
 }
 
 // ---- G6: the logit gap and the mean-field alpha_0 ------------------------------------------
