@@ -101,7 +101,7 @@ inline void add_common(CLI::App& app, CommonOptions& o) {
         ->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
     app.add_option("--forward-batch", o.forward_batch,
                    "samples per forward pass in the read-only measurements, where a batch gives bit for bit what one "
-                   "sample at a time gives (dense FFN, float32 or int8 products, lengths a multiple of 4); "
+                   "sample at a time gives (dense FFN, float32 or int8 products, equal lengths, a multiple of 4); "
                    "interventions run one sample at a time")
         ->check(CLI::Range(std::int64_t(1), std::int64_t(4096)))->capture_default_str();
 }

@@ -165,8 +165,12 @@ BatchLogits<T> forward_batch_replay(const Config& c, const Weights<T>& w, const 
 // (tests/model/test_batch.cpp and test_quantized_forward.cpp pin it): a dense FFN (MoE gathers rows per
 // expert), attention other than sink_token (not batched), float32 or int8 products (oneDNN's bf16 products
 // may block a product differently for a different row count and promise no row's sum order), and every
-// length a multiple of 4, Eigen 3.4's GEMM panel width in positions, so that no position of a sequence lands
-// in a tail panel, alone or batched.
+// length the same multiple of 4. A multiple of 4, Eigen 3.4's GEMM panel width in positions (gebp's nr), puts
+// no position of a sequence in a tail panel of the batched projections; equal lengths give each sequence's
+// attention the shapes it has alone. Sequences padded to a longer one are not bit-exact on every CPU: the
+// scores q·kᵀ of a T_b-key sequence are computed over the padded block's keys, and Eigen's kernels split the
+// key rows into packet panels whose sum order depends on the key count (on an AVX2 host a 12-token sequence
+// padded to 16 differs by about 1e-6 of the logits; on AVX-512 hosts it happened to agree).
 // Sequences [first, end) of `sequences` (all of them by default).
 template <class T>
 bool batch_is_bit_exact(const Config& c, const Weights<T>& w, const std::vector<std::vector<std::int32_t>>& sequences,
@@ -174,7 +178,9 @@ bool batch_is_bit_exact(const Config& c, const Weights<T>& w, const std::vector<
     if (end < 0) end = std::int64_t(sequences.size());
     return c.ffn != FfnKind::moe && c.attention != AttentionKind::sink_token && w.precision != MatmulPrecision::bf16 &&
            !(w.file_type() && w.compute == QuantCompute::bf16) &&
-           std::all_of(sequences.begin() + first, sequences.begin() + end, [](const auto& s) { return s.size() % 4 == 0; });
+           std::all_of(sequences.begin() + first, sequences.begin() + end, [&](const auto& s) {
+               return s.size() % 4 == 0 && s.size() == sequences[std::size_t(first)].size();
+           });
 }
 
 // What forward_each calls around each sequence.
