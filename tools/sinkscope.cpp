@@ -292,11 +292,12 @@ nlohmann::json run_meta(const std::string& path, const model::LoadedModel<float>
     return meta;
 }
 
-int cmd_lens(const std::string& path, const std::string& text, const std::string& tokens, int bos_flag, const std::string& target,
+int cmd_lens(const std::string& path, const std::string& text, const std::string& tokens, analysis::BosMode bos_mode, const std::string& target,
              std::int64_t top, const std::string& out) {
     make_out_dir("lens", out);
     const auto m = load_checked(path);  // float32: the lens reads the output head densely
-    const auto ids = input_tokens(m, text, tokens, bos_flag);
+    analysis::BosChoice bos;
+    const auto ids = input_tokens(m, text, tokens, bos_mode, bos);
     const std::int32_t tid = target.empty() ? -1 : token_arg(m, "lens --target", target);
     const auto lens = analysis::logit_lens(m.config, m.weights, ids, {top, tid});
     create_out_dir("lens", out);
@@ -310,6 +311,7 @@ int cmd_lens(const std::string& path, const std::string& text, const std::string
         io::write_npy(out + "/target_logit.npy", lens.target_logit.data(), {R, T});
     }
     nlohmann::json j = run_meta(path, m, ids);
+    j["bos"] = bos.to_json();
     j["points"] = lens.points;
     j["top_k"] = lens.top_k;
     j["target"] = tid >= 0 ? nlohmann::json(tid) : nlohmann::json();
@@ -337,11 +339,12 @@ int cmd_lens(const std::string& path, const std::string& text, const std::string
     return 0;
 }
 
-int cmd_dla(const std::string& path, const std::string& text, const std::string& tokens, int bos_flag, const std::string& target,
+int cmd_dla(const std::string& path, const std::string& text, const std::string& tokens, analysis::BosMode bos_mode, const std::string& target,
             const std::string& contrast, std::int64_t position, const std::string& out) {
     make_out_dir("dla", out);
     const auto m = load_checked(path);  // float32: the decomposition reads W_O, W_down and the output head
-    const auto ids = input_tokens(m, text, tokens, bos_flag);
+    analysis::BosChoice bos;
+    const auto ids = input_tokens(m, text, tokens, bos_mode, bos);
     const std::int32_t tid = token_arg(m, "dla --target", target);
     const std::int32_t cid = contrast.empty() ? -1 : token_arg(m, "dla --contrast", contrast);
     const auto a = analysis::logit_attribution(m.config, m.weights, ids, {tid, cid, position});
@@ -358,6 +361,7 @@ int cmd_dla(const std::string& path, const std::string& text, const std::string&
     write("by_source", a.by_source, {L, H, S});
     if (a.experts.size()) write("experts", a.experts, {L, std::size_t(a.experts.cols())});
     nlohmann::json j = run_meta(path, m, ids);
+    j["bos"] = bos.to_json();
     j["target"] = tid;
     j["target_text"] = token_text(m, tid);
     j["contrast"] = cid >= 0 ? nlohmann::json(cid) : nlohmann::json();
@@ -774,9 +778,9 @@ int main(int argc, char** argv) {
         }
         if (*lens || *dla) {
             if (text.empty() && tokens.empty()) throw Error(std::string(*lens ? "lens" : "dla") + ": give --text or --tokens");
-            const int bos_flag = bos ? 1 : (no_bos ? -1 : 0);
-            if (*lens) return cmd_lens(model_path, text, tokens, bos_flag, target, top, out);
-            return cmd_dla(model_path, text, tokens, bos_flag, target, contrast, position, out);
+            const analysis::BosMode bos_mode = no_bos ? analysis::BosMode::off : analysis::parse_bos_mode(bos);
+            if (*lens) return cmd_lens(model_path, text, tokens, bos_mode, target, top, out);
+            return cmd_dla(model_path, text, tokens, bos_mode, target, contrast, position, out);
         }
         if (*merge) return cmd_merge(shard_files, json_out);
         if (*random_model) {
