@@ -202,7 +202,7 @@ public:
         close_phase();
         meta_["timings"]["total_seconds"] = std::chrono::duration<double>(Clock::now() - t0_).count();
         meta_["timings"]["finished_utc"] = utc_now();  // the run's date (docs/theory.md's table names it)
-        std::ofstream(path("meta.json")) << meta_.dump(1) << "\n";
+        std::ofstream(path("meta.json")) << meta_.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         std::cerr << "[" << name_ << "] done in " << std::fixed << std::setprecision(1)
                   << meta_["timings"]["total_seconds"].get<double>() << " s; wrote " << out_ << "/\n";
     }

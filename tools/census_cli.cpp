@@ -50,7 +50,7 @@ void write_json_atomically(const std::string& path, const nlohmann::json& j) {
     {
         std::ofstream out(tmp);
         if (!out) throw Error("cannot write", {tmp, "", {}});
-        out << j.dump(1) << "\n";
+        out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
         out.flush();
         if (!out) {
             fs::remove(tmp, ec);

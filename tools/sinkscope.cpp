@@ -243,7 +243,7 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
                         {"compute", compute_name(m.weights)}, {"bos", bos.to_json()}};
     if (!g_weights.reason.empty()) meta["weights_reason"] = g_weights.reason;  // --weights auto chose file types
     std::ofstream meta_out(out + "/meta.json");
-    meta_out << meta.dump(1) << "\n";
+    meta_out << meta.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     if (!meta_out) throw Error("capture: cannot write", {out + "/meta.json", "", {}});
     std::cout << "captured " << cache.all().size() << " hooks over " << ids.size() << " tokens into " << out << "/\n";
     return 0;
@@ -402,7 +402,9 @@ void print_stats_header(const nlohmann::json& settings, std::int64_t samples, co
 void write_json(const std::string& path, const nlohmann::json& j) {
     std::ofstream out(path);
     if (!out) throw Error("cannot write", {path, "", {}});
-    out << j.dump(1) << "\n";
+    // Token texts are bytes (a byte-fallback piece such as <0xDD> is half a UTF-8 character): written with
+    // U+FFFD in place of what is not UTF-8, as the GGUF reader advises, instead of failing the whole write.
+    out << j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     if (!out) throw Error("write failed", {path, "", {}});
 }
 
