@@ -253,7 +253,9 @@ class Model:
         return self._m.to_tokens(text, self.bos(bos)["use"])
 
     def to_string(self, ids) -> str:
-        return self._m.to_string([int(i) for i in np.asarray(ids).ravel()])
+        """The tokenizer's decoding of `ids`; bytes that are not UTF-8 (a byte-fallback piece alone is part of a
+        character) become U+FFFD."""
+        return self._m.to_string([int(i) for i in np.asarray(ids).ravel()]).decode("utf-8", errors="replace")
 
     def ffn_weights(self, layer: int):
         """(W_gate (d_ff, d), W_up (d_ff, d), W_down (d, d_ff)) of a SwiGLU block: float32 copies."""

@@ -143,7 +143,12 @@ public:
         return owned(std::move(ids), {n});
     }
 
-    std::string to_string(const std::vector<std::int32_t>& ids) const { return analysis::tokenizer_for(m_).decode(ids); }
+    // Bytes, not str: a byte-fallback piece (<0xDD>) alone is half a UTF-8 character; Python decodes with
+    // errors="replace".
+    nb::bytes to_string(const std::vector<std::int32_t>& ids) const {
+        const std::string s = analysis::tokenizer_for(m_).decode(ids);
+        return nb::bytes(s.data(), s.size());
+    }
 
     // One forward pass. `ids` is (B, T); with batched = false B must be 1 and shapes have no batch
     // dimension (model::forward); otherwise row b's first lengths[b] ids are sequence b

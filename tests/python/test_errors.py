@@ -104,6 +104,8 @@ def test_sentencepiece_tokenizer(tiny):
     assert tiny.to_tokens(text, bos=True).tolist() == ids
     # Its pieces past the bytes are placeholders: "▁" falls back to bytes and decodes as "▁" (sentencepiece too).
     assert tiny.to_string(ids[1:]) == ref["stories260K"]["cli_decoded"] == "▁" + text.replace(" ", "▁")
+    # A byte-fallback piece alone (<0xDD>, id 224) is half a UTF-8 character: U+FFFD, not a UnicodeDecodeError.
+    assert tiny.to_string([224]) == "\ufffd"
 
 
 def test_tokenizer_errors():
