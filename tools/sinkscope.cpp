@@ -600,6 +600,17 @@ int cmd_rules(bool as_json) {
     return 0;
 }
 
+// --bos auto|on|off (auto: the checkpoint's add_bos_token, an absent key meaning no BOS; a bare --bos means on)
+// and, where `no_bos` is given, --no-bos (the same as --bos off). One definition for every command.
+CLI::Option* add_bos_option(CLI::App* command, std::string& bos, bool* no_bos, const std::string& what) {
+    CLI::Option* opt = command->add_option("--bos", bos, what + ": auto (the checkpoint's add_bos_token; an absent key: "
+                                           "no BOS, as Gu et al.), on or off; a bare --bos means on")
+                           ->expected(0, 1)->default_str("on")->option_text("auto|on|off (default auto)")
+                           ->check(CLI::IsMember({"auto", "on", "off"}));
+    if (no_bos) command->add_flag("--no-bos", *no_bos, "never prepend BOS (--bos off)")->excludes(opt);
+    return opt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -631,11 +642,7 @@ int main(int argc, char** argv) {
     capture->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
     auto* text_opt = capture->add_option("--text", text, "input text (tokenized with the model's tokenizer)");
     capture->add_option("--tokens", tokens, "input token ids, comma-separated")->excludes(text_opt);
-    auto* bos_opt = capture->add_option("--bos", bos, "BOS first: auto (the checkpoint's add_bos_token; an absent key: "
-                                        "no BOS), on or off; a bare --bos means on")
-                        ->expected(0, 1)->default_str("on")->option_text("auto|on|off (default auto)")
-                        ->check(CLI::IsMember({"auto", "on", "off"}));
-    capture->add_flag("--no-bos", no_bos, "never prepend BOS")->excludes(bos_opt);
+    add_bos_option(capture, bos, &no_bos, "BOS first");
     capture->add_option("--hooks", hooks, "hook names, comma-separated (TransformerLens names)");
     capture->add_option("--out", out, "output directory");
     capture->add_option("--weights", weights, weights_help)->check(CLI::IsMember(weight_words))->capture_default_str();
@@ -652,10 +659,7 @@ int main(int argc, char** argv) {
     stats->add_option("--seq-len", seq_len, "tokens per sample (Gu et al.: 64)")->check(CLI::Range(2, 1 << 20));
     stats->add_option("--samples", samples, "at most this many samples (0: all the text gives)");
     stats->add_option("--eps", eps, "sink threshold ε on α₀ (Gu et al.: 0.3)")->check(CLI::Range(0.0, 1.0));
-    stats->add_option("--bos", bos, "BOS first in every text sample: auto (the checkpoint's add_bos_token; an absent "
-                      "key: no BOS, as Gu et al.), on or off; a bare --bos means on")
-        ->expected(0, 1)->default_str("on")->option_text("auto|on|off (default auto)")
-        ->check(CLI::IsMember({"auto", "on", "off"}));
+    add_bos_option(stats, bos, nullptr, "BOS first in every text sample");
     stats->add_option("--shard", shard, "I/N: only the I-th (from 0) of N equal contiguous parts of the samples");
     stats->add_option("--json", json_out, "also write the summary and the mergeable state as JSON here");
     stats->add_option("--weights", weights, weights_help)->check(CLI::IsMember(weight_words))->capture_default_str();
@@ -669,8 +673,7 @@ int main(int argc, char** argv) {
     lens->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
     auto* lens_text = lens->add_option("--text", text, "input text (tokenized with the model's tokenizer)");
     lens->add_option("--tokens", tokens, "input token ids, comma-separated")->excludes(lens_text);
-    auto* lens_bos = lens->add_flag("--bos", bos, "prepend BOS (default: the tokenizer's own setting)");
-    lens->add_flag("--no-bos", no_bos, "never prepend BOS")->excludes(lens_bos);
+    add_bos_option(lens, bos, &no_bos, "BOS first");
     lens->add_option("--target", target, "a token (id, or a text that is one token) whose rank and probability to follow");
     lens->add_option("--top", top, "tokens kept per layer and position")->check(CLI::Range(1, 1000))->capture_default_str();
     lens->add_option("--out", out, "output directory")->required();
@@ -679,8 +682,7 @@ int main(int argc, char** argv) {
     dla->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
     auto* dla_text = dla->add_option("--text", text, "input text (tokenized with the model's tokenizer)");
     dla->add_option("--tokens", tokens, "input token ids, comma-separated")->excludes(dla_text);
-    auto* dla_bos = dla->add_flag("--bos", bos, "prepend BOS (default: the tokenizer's own setting)");
-    dla->add_flag("--no-bos", no_bos, "never prepend BOS")->excludes(dla_bos);
+    add_bos_option(dla, bos, &no_bos, "BOS first");
     dla->add_option("--target", target, "the token (id, or a text that is one token) whose logit is split")->required();
     dla->add_option("--contrast", contrast, "split logit(target) - logit(contrast) instead");
     dla->add_option("--position", position, "the position among the tokens (-1: the last)")->capture_default_str();

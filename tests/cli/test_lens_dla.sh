@@ -56,6 +56,15 @@ check "an out-of-vocabulary target exits 2" test $? -eq 2
 check "and is named" grep -q "token id 99999 is outside the vocabulary" "$work/bad.log"
 "$bin" dla "$model" --tokens $tokens --target 60 --position 7 --out "$work/bad2" > "$work/bad2.log" 2>&1
 check "a position past the tokens exits 2" test $? -eq 2
+# --bos as in capture and stats: a bare --bos means on (BOS id 1 first), --bos off and --no-bos none; the
+# decision is recorded in summary.json.
+"$bin" lens "$model" --text "Once upon" --bos --out "$work/bos_on" > "$work/bos_on.log" 2>&1
+check "lens --bos (bare) exits 0" test $? -eq 0
+check "and records BOS used" python3 -c 'import json,sys; b=json.load(open(sys.argv[1]))["bos"]; sys.exit(0 if b["use"] and b["id"] == 1 else 1)' "$work/bos_on/summary.json"
+"$bin" dla "$model" --text "Once upon" --bos off --target 60 --out "$work/bos_off" > /dev/null 2>&1
+check "dla --bos off records no BOS" python3 -c 'import json,sys; sys.exit(0 if not json.load(open(sys.argv[1]))["bos"]["use"] else 1)' "$work/bos_off/summary.json"
+"$bin" lens "$model" --text "Once upon" --no-bos --out "$work/no_bos" > /dev/null 2>&1
+check "lens --no-bos records no BOS" python3 -c 'import json,sys; sys.exit(0 if not json.load(open(sys.argv[1]))["bos"]["use"] else 1)' "$work/no_bos/summary.json"
 echo "lens/dla cli: $passes passed, $fails failed"
 [[ $fails -eq 0 ]] || cat "$work/numbers.log"
 test $fails -eq 0
