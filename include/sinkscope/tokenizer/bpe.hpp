@@ -49,6 +49,7 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/tokenizer/byte_level.hpp"
+#include "sinkscope/tokenizer/hf_special_tokens.hpp"
 #include "sinkscope/tokenizer/pretokenizer.hpp"
 
 namespace sinkscope::tokenizer {
@@ -278,39 +279,11 @@ public:
             if (it != spec.spelling_to_id.end()) return it->second;
             return std::nullopt;
         };
-        const auto& post = field(j, "post_processor");
-        if (field(post, "type") == "TemplateProcessing") {
-            const auto& single = field(post, "single");
-            if (single.is_array() && !single.empty() && single[0].contains("SpecialToken")) {
-                const auto& st = single[0]["SpecialToken"];
-                if (st.contains("id") && st["id"].is_string()) {
-                    spec.bos = id_of(st["id"].get<std::string>());
-                    spec.add_bos_default = spec.bos.has_value();
-                }
-            }
-        }
-        const auto slash = tokenizer_json_path.find_last_of('/');
-        const std::string config_path =
-            (slash == std::string::npos ? std::string() : tokenizer_json_path.substr(0, slash + 1)) + "tokenizer_config.json";
-        if (std::ifstream(config_path).good()) {
-            const nlohmann::json config = read_json(config_path);
-            const auto special = [&](const char* k) -> std::optional<std::string> {
-                const auto& v = field(config, k);
-                if (v.is_string()) return v.get<std::string>();
-                if (v.is_object() && field(v, "content").is_string()) return field(v, "content").get<std::string>();
-                return std::nullopt;
-            };
-            const auto lookup = [&](const char* k) -> std::optional<std::int32_t> {
-                const auto t = special(k);
-                if (!t) return std::nullopt;
-                const auto id = id_of(*t);
-                require(id.has_value(), std::string(k) + " '" + *t + "' is not a token", {config_path, "", std::nullopt});
-                return id;
-            };
-            if (auto b = lookup("bos_token")) spec.bos = b;
-            spec.eos = lookup("eos_token");
-            if (field(config, "add_bos_token").is_boolean()) spec.add_bos_default = field(config, "add_bos_token").get<bool>();
-        }
+        detail::HfSpecialTokens special{spec.bos, spec.eos, spec.add_bos_default};
+        detail::read_hf_special_tokens(j, tokenizer_json_path, id_of, special);
+        spec.bos = special.bos;
+        spec.eos = special.eos;
+        spec.add_bos_default = special.add_bos_default;
         return BpeTokenizer(std::move(spec));
     }
 
@@ -435,17 +408,7 @@ private:
         }
     }
 
-    static nlohmann::json read_json(const std::string& path) {
-        std::ifstream in(path, std::ios::binary);
-        require(in.good(), "cannot open file", {path, "", std::nullopt});
-        std::ostringstream buf;
-        buf << in.rdbuf();
-        try {
-            return nlohmann::json::parse(buf.str());
-        } catch (const nlohmann::json::parse_error& e) {
-            throw Error(std::string("invalid JSON: ") + e.what(), {path, "", static_cast<std::uint64_t>(e.byte)});
-        }
-    }
+    static nlohmann::json read_json(const std::string& path) { return detail::read_tokenizer_json(path); }
 
     static void collect_pre_tokenizer(const nlohmann::json& node, std::vector<std::string>& chain, bool& byte_level,
                                       const std::string& source) {

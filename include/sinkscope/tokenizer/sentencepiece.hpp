@@ -63,6 +63,7 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/tokenizer/byte_level.hpp"
+#include "sinkscope/tokenizer/hf_special_tokens.hpp"
 
 namespace sinkscope::tokenizer {
 
@@ -319,39 +320,11 @@ public:
             if (it != vocab_ids.end()) return it->second;
             return std::nullopt;
         };
-        const auto& post = field(j, "post_processor");
-        if (field(post, "type") == "TemplateProcessing") {
-            const auto& single = field(post, "single");
-            if (single.is_array() && !single.empty() && single[0].contains("SpecialToken")) {
-                const auto& st = single[0]["SpecialToken"];
-                if (st.contains("id") && st["id"].is_string()) {
-                    t.bos_ = id_of(st["id"].get<std::string>());
-                    t.add_bos_default_ = t.bos_.has_value();
-                }
-            }
-        }
-        const auto slash = tokenizer_json_path.find_last_of('/');
-        const std::string config_path =
-            (slash == std::string::npos ? std::string() : tokenizer_json_path.substr(0, slash + 1)) + "tokenizer_config.json";
-        if (std::ifstream(config_path).good()) {
-            const nlohmann::json config = read_json(config_path);
-            const auto special = [&](const char* k) -> std::optional<std::string> {
-                const auto& v = field(config, k);
-                if (v.is_string()) return v.get<std::string>();
-                if (v.is_object() && field(v, "content").is_string()) return field(v, "content").get<std::string>();
-                return std::nullopt;
-            };
-            const auto lookup = [&](const char* k) -> std::optional<std::int32_t> {
-                const auto s = special(k);
-                if (!s) return std::nullopt;
-                const auto id = id_of(*s);
-                require(id.has_value(), std::string(k) + " '" + *s + "' is not a token", {config_path, "", std::nullopt});
-                return id;
-            };
-            if (auto b = lookup("bos_token")) t.bos_ = b;
-            t.eos_ = lookup("eos_token");
-            if (field(config, "add_bos_token").is_boolean()) t.add_bos_default_ = field(config, "add_bos_token").get<bool>();
-        }
+        detail::HfSpecialTokens special{t.bos_, t.eos_, t.add_bos_default_};
+        detail::read_hf_special_tokens(j, tokenizer_json_path, id_of, special);
+        t.bos_ = special.bos;
+        t.eos_ = special.eos;
+        t.add_bos_default_ = special.add_bos_default;
         t.finish();
         return t;
     }
@@ -461,17 +434,7 @@ private:
         return it == o.end() ? null_value : *it;
     }
 
-    static nlohmann::json read_json(const std::string& path) {
-        std::ifstream in(path, std::ios::binary);
-        require(in.good(), "cannot open file", {path, "", std::nullopt});
-        std::ostringstream buf;
-        buf << in.rdbuf();
-        try {
-            return nlohmann::json::parse(buf.str());
-        } catch (const nlohmann::json::parse_error& e) {
-            throw Error(std::string("invalid JSON: ") + e.what(), {path, "", static_cast<std::uint64_t>(e.byte)});
-        }
-    }
+    static nlohmann::json read_json(const std::string& path) { return detail::read_tokenizer_json(path); }
 
     static int hex_value(std::string_view two) {
         int v = 0;
