@@ -62,8 +62,13 @@ def classify(info):
     return None
 
 
-def run_block(repo, build, body, where):
-    """Returns (status, message): status 'ok', 'fail' or 'skip'."""
+BLOCK_SECONDS = 120   # a `sh run` block takes seconds, not minutes, in an optimised build
+
+
+def run_block(repo, build, body, where, time_scale=1.0):
+    """Returns (status, message): status 'ok', 'fail' or 'skip'. The limit is BLOCK_SECONDS × time_scale
+    (a sanitizer build runs the same block several times slower: CMake passes its factor)."""
+    limit = BLOCK_SECONDS * time_scale
     for tok in re.findall(r"(?<![\w./-])(build/[\w./+-]+|models/[\w./+-]+)", body):
         base = build if tok.startswith("build/") else repo
         rel = tok[len("build/"):] if tok.startswith("build/") else tok
@@ -80,9 +85,9 @@ def run_block(repo, build, body, where):
         t0 = time.time()
         try:
             p = subprocess.run(["bash", "-euo", "pipefail", "-c", body], cwd=tmp, env=env, capture_output=True,
-                               text=True, timeout=120)
+                               text=True, timeout=limit)
         except subprocess.TimeoutExpired:
-            return "fail", f"{where}: did not finish in 120 s (tag it `sh norun: <why>`)"
+            return "fail", f"{where}: did not finish in {limit:.0f} s (tag it `sh norun: <why>`)"
         dt = time.time() - t0
         if p.returncode != 0:
             tail = "\n".join((p.stdout + p.stderr).splitlines()[-15:])
@@ -121,6 +126,8 @@ def main():
     ap.add_argument("--include-dirs", default="", help="colon-separated dependency include dirs (default: Eigen's)")
     ap.add_argument("--onednn", default=None, help="1: compile with SINKSCOPE_HAVE_ONEDNN (default: if found)")
     ap.add_argument("--no-run", action="store_true", help="check tags and compile blocks only")
+    ap.add_argument("--time-scale", type=float, default=1.0,
+                    help=f"multiply the {BLOCK_SECONDS} s limit per block (a sanitizer build: 4)")
     args = ap.parse_args()
     repo, build = Path(args.repo).resolve(), Path(args.build).resolve()
     pages = [repo / "README.md"] + sorted((repo / "docs").glob("*.md"))
@@ -138,7 +145,7 @@ def main():
                 report("fail", f"{where}: fence ```{info} has no tag (sh run | <lang> norun: <why> | "
                                "cpp compile | text | json)")
             elif kind == "run" and not args.no_run:
-                report(*run_block(repo, build, body, where))
+                report(*run_block(repo, build, body, where, args.time_scale))
             elif kind == "compile":
                 report(*compile_block(repo, body, where, args))
     print(f"{len(pages)} pages: {counts['ok']} blocks checked, {counts['skip']} skipped, {counts['fail']} failed")
