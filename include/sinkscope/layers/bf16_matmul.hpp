@@ -538,7 +538,7 @@ inline void bf16_matmul_weight_bits(float* C, std::int64_t ldc, const MatrixRef&
     detail::run_bf16_matmul(o, C, ldc, a_bits, at, w_bits, /*bt=*/true, M, N, K, accumulate);
     detail::drop_offer(o);
 #else
-    (void)C; (void)ldc; (void)w_bits; (void)accumulate;
+    (void)C; (void)ldc; (void)w_bits; (void)accumulate; (void)K;
     detail::no_onednn();
 #endif
 }

@@ -51,9 +51,13 @@ std::vector<TensorRef<T>> tensor_refs(model::Weights<T>& w) {
     std::vector<TensorRef<T>> out;
     model::visit_parameters(w, [&](const std::string& name, auto& t) {
         using X = std::decay_t<decltype(t)>;
-        TensorRef<T> r{name, t.data(), std::int64_t(t.size()), {}, X::ColsAtCompileTime != 1};
-        if (r.is_matrix) r.shape = {std::int64_t(t.rows()), std::int64_t(t.cols())};
-        else r.shape = {std::int64_t(t.size())};
+        constexpr bool is_matrix = X::ColsAtCompileTime != 1;
+        // The shape is built in the aggregate (not assigned from a braced list afterwards): GCC 12 warns
+        // -Wnonnull inside vector<long>::assign(initializer_list) on an empty vector, a false positive.
+        TensorRef<T> r{name, t.data(), std::int64_t(t.size()),
+                       is_matrix ? std::vector<std::int64_t>{std::int64_t(t.rows()), std::int64_t(t.cols())}
+                                 : std::vector<std::int64_t>{std::int64_t(t.size())},
+                       is_matrix};
         out.push_back(std::move(r));
     });
     return out;
