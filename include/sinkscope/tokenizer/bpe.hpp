@@ -49,6 +49,7 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/tokenizer/byte_level.hpp"
+#include "sinkscope/tokenizer/gguf_vocab.hpp"
 #include "sinkscope/tokenizer/hf_special_tokens.hpp"
 #include "sinkscope/tokenizer/pretokenizer.hpp"
 
@@ -108,29 +109,16 @@ class BpeTokenizer {
 public:
     /// From GGUF metadata parsed into JSON (io::GgufFile::metadata()). `source` names the file in errors.
     static BpeTokenizer from_gguf_metadata(const nlohmann::json& metadata, const std::string& source) {
-        const Error::Where where{source, "", std::nullopt};
-        require(metadata.is_object(), "GGUF metadata is not an object", where);
-        const auto key = [&](const char* k) -> const nlohmann::json* {
-            const auto it = metadata.find(k);
-            return it == metadata.end() ? nullptr : &*it;
-        };
-        const auto* model = key("tokenizer.ggml.model");
-        require(model != nullptr && model->is_string(), "GGUF metadata has no string 'tokenizer.ggml.model'", where);
-        require(model->get<std::string>() == "gpt2", "tokenizer model '" + model->get<std::string>() +
-                                                         "' is not byte-level BPE ('gpt2'; tokenizer::Tokenizer also reads 'llama')",
+        const detail::GgufVocabKeys keys(metadata, source);
+        const Error::Where& where = keys.where();
+        const auto key = [&keys](const char* k) { return keys.find(k); };
+        const std::string model = keys.model();
+        require(model == "gpt2", "tokenizer model '" + model + "' is not byte-level BPE ('gpt2'; tokenizer::Tokenizer also reads 'llama')",
                 where);
-        const auto* tokens = key("tokenizer.ggml.tokens");
+        const nlohmann::json* tokens = &keys.tokens(std::size_t(detail::max_token_id + 1));
         const auto* merges = key("tokenizer.ggml.merges");
-        require(tokens != nullptr && tokens->is_array() && !tokens->empty(),
-                "GGUF metadata has no array 'tokenizer.ggml.tokens'", where);
         require(merges != nullptr && merges->is_array(), "GGUF metadata has no array 'tokenizer.ggml.merges'", where);
-        require(static_cast<std::int64_t>(tokens->size()) <= detail::max_token_id + 1,
-                "tokenizer.ggml.tokens has " + std::to_string(tokens->size()) + " entries, too many", where);
-        const auto* types = key("tokenizer.ggml.token_type");
-        if (types != nullptr) {
-            require(types->is_array() && types->size() == tokens->size(),
-                    "tokenizer.ggml.token_type is not an array as long as tokenizer.ggml.tokens", where);
-        }
+        const auto* types = keys.per_token("token_type", tokens->size());
 
         detail::BpeSpec spec;
         spec.source = source;

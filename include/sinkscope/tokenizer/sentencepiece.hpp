@@ -63,6 +63,7 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/tokenizer/byte_level.hpp"
+#include "sinkscope/tokenizer/gguf_vocab.hpp"
 #include "sinkscope/tokenizer/hf_special_tokens.hpp"
 
 namespace sinkscope::tokenizer {
@@ -107,26 +108,14 @@ public:
 
     /// From GGUF metadata parsed into JSON (io::GgufFile::metadata()), tokenizer.ggml.model == "llama".
     static SentencePieceTokenizer from_gguf_metadata(const nlohmann::json& metadata, const std::string& source) {
-        const Error::Where where{source, "", std::nullopt};
-        require(metadata.is_object(), "GGUF metadata is not an object", where);
-        const auto key = [&](const char* k) -> const nlohmann::json* {
-            const auto it = metadata.find(k);
-            return it == metadata.end() ? nullptr : &*it;
-        };
-        const auto* model = key("tokenizer.ggml.model");
-        require(model != nullptr && model->is_string(), "GGUF metadata has no string 'tokenizer.ggml.model'", where);
-        require(*model == "llama", "tokenizer model '" + model->get<std::string>() + "' is not SentencePiece ('llama')", where);
-        const auto* tokens = key("tokenizer.ggml.tokens");
-        require(tokens != nullptr && tokens->is_array() && !tokens->empty(),
-                "GGUF metadata has no array 'tokenizer.ggml.tokens'", where);
-        require(tokens->size() <= max_vocab, "tokenizer.ggml.tokens has " + std::to_string(tokens->size()) + " entries, too many",
-                where);
-        const auto* scores = key("tokenizer.ggml.scores");
-        const auto* types = key("tokenizer.ggml.token_type");
-        for (const auto& [array, name] : {std::pair{scores, "scores"}, std::pair{types, "token_type"}}) {
-            require(array == nullptr || (array->is_array() && array->size() == tokens->size()),
-                    std::string("tokenizer.ggml.") + name + " is not an array as long as tokenizer.ggml.tokens", where);
-        }
+        const detail::GgufVocabKeys keys(metadata, source);
+        const Error::Where& where = keys.where();
+        const auto key = [&keys](const char* k) { return keys.find(k); };
+        const std::string model = keys.model();
+        require(model == "llama", "tokenizer model '" + model + "' is not SentencePiece ('llama')", where);
+        const nlohmann::json* tokens = &keys.tokens(max_vocab);
+        const auto* scores = keys.per_token("scores", tokens->size());
+        const auto* types = keys.per_token("token_type", tokens->size());
         SentencePieceTokenizer t;
         t.source_ = source;
         t.algorithm_ = Algorithm::score_merges;
