@@ -75,10 +75,18 @@ TEST_CASE("RoPE: q·k after rotation depends on the positions only through their
 TEST_CASE("rope_backward is the adjoint of rope_forward: <R x, y> = <x, R^T y>", "[layers][rope]") {
     const std::int64_t T = 7, H = 3, dh = 8;
     const Mat<double> x = gaussian<double>(T, H * dh, 14), y = gaussian<double>(T, H * dh, 15);
+    const std::vector<double> divisors = {1.0, 2.5};  // rotary_dim 4: two frequencies
     for (auto layout : {model::RopeLayout::half_split, model::RopeLayout::interleaved}) {
         Mat<double> rx = x, rty = y;
         model::rope_forward(rx, H, dh, 10000.0, layout, 5);
         train::rope_backward(rty, H, dh, 10000.0, layout, 5);
         CHECK(rx.cwiseProduct(y).sum() == Approx(x.cwiseProduct(rty).sum()).epsilon(1e-13));
+        rx = x;  // partial rotary with frequency divisors: the pass-through entries included
+        rty = y;
+        model::rope_forward(rx, H, dh, 10000.0, layout, 5, 4, divisors);
+        train::rope_backward(rty, H, dh, 10000.0, layout, 5, 4, divisors);
+        CHECK(rx.cwiseProduct(y).sum() == Approx(x.cwiseProduct(rty).sum()).epsilon(1e-13));
+        // and the backward leaves the pass-through entries of the gradient as they were
+        for (std::int64_t h = 0; h < H; ++h) CHECK(rty.middleCols(h * dh + 4, dh - 4) == y.middleCols(h * dh + 4, dh - 4));
     }
 }

@@ -129,12 +129,14 @@ using model::Vec;
 
 // forward: (a, b) ← (a cos θ − b sin θ, a sin θ + b cos θ)   (rope_forward, a rotation Rθ)
 //   The rotation is orthogonal, so dinp = Rθᵀ dout = R₋θ dout: applied in place on the gradient.
-//   θ is computed exactly as in rope_forward (in float with its roundings, in double in double).
+//   θ is computed exactly as in rope_forward (in float with its roundings, in double in double); with
+//   partial rotary (rotary_dim r < d_h) entries r … d_h − 1 pass through, as in the forward, and the
+//   frequency divisors f_i are rope_forward's.
 template <class T>
 void rope_backward(Mat<T>& dx, std::int64_t n_heads, std::int64_t head_dim, double base, model::RopeLayout layout,
-                   std::int64_t offset = 0) {
-    const std::int64_t half = head_dim / 2;
-    const model::RopeTable<T>& tab = model::rope_table<T>(dx.rows(), head_dim, base, offset);  // rope_forward's θ
+                   std::int64_t offset = 0, std::int64_t rotary_dim = 0, const std::vector<double>& rope_freq_divisors = {}) {
+    const std::int64_t r = rotary_dim > 0 ? rotary_dim : head_dim, half = r / 2;
+    const model::RopeTable<T>& tab = model::rope_table<T>(dx.rows(), r, base, offset, rope_freq_divisors);  // rope_forward's θ
     for (Eigen::Index t = 0; t < dx.rows(); ++t)
         model::detail::rope_rotate_row(dx.row(t).data(), n_heads, head_dim, half, layout, tab.cos.data() + t * half,
                                        tab.sin.data() + t * half, T(-1));
