@@ -178,11 +178,7 @@ public:
         const Error::Where where{tokenizer_json_path, "", std::nullopt};
         const nlohmann::json j = read_json(tokenizer_json_path);
         require(j.is_object(), "tokenizer.json is not an object", where);
-        const auto field = [&](const nlohmann::json& o, const char* k) -> const nlohmann::json& {
-            static const nlohmann::json null_value;
-            const auto it = o.find(k);
-            return it == o.end() ? null_value : *it;
-        };
+        const auto& field = detail::json_field;
 
         // ---- model ----
         const auto& model = field(j, "model");
@@ -230,21 +226,9 @@ public:
         spec.ignore_merges = field(model, "ignore_merges").is_boolean() && field(model, "ignore_merges").get<bool>();
 
         // ---- added tokens ----
-        if (const auto& added = field(j, "added_tokens"); !added.is_null()) {
-            require(added.is_array(), "'added_tokens' is not an array", where);
-            for (const auto& a : added) {
-                require(a.is_object() && field(a, "id").is_number_integer() && field(a, "content").is_string(),
-                        "an added token lacks an integer 'id' or a string 'content'", where);
-                const auto content = field(a, "content").get<std::string>();
-                for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
-                    require(!field(a, flag).is_boolean() || !field(a, flag).get<bool>(),
-                            "added token '" + content + "': " + flag + "=true is not supported", where);
-                }
-                const auto id = field(a, "id").get<std::int64_t>();
-                spec.set_token(id, content);  // HF's id_to_token prefers the added vocabulary
-                const bool normalized = field(a, "normalized").is_boolean() && field(a, "normalized").get<bool>();
-                if (!content.empty()) spec.added.push_back({content, static_cast<std::int32_t>(id), normalized});
-            }
+        for (const auto& a : detail::read_hf_added_tokens(j, where)) {
+            spec.set_token(a.id, a.content);  // HF's id_to_token prefers the added vocabulary
+            if (!a.content.empty()) spec.added.push_back({a.content, static_cast<std::int32_t>(a.id), a.normalized});
         }
 
         // ---- normalizer, pre-tokenizer, decoder ----

@@ -5,12 +5,14 @@
 //      and BOS is then added by default (that is what the template does);
 //   2. tokenizer_config.json next to tokenizer.json, when present, overrides: `bos_token` / `eos_token`
 //      ("<s>" or {"content": "<s>", ...}) must be tokens, and a boolean `add_bos_token` sets the default.
-// Also the JSON file reader both use (an Error names the file and the byte offset of a parse error).
+// Also what else both read the same way: the JSON file (an Error names the file and the byte offset of a
+// parse error), a field of an object, and the `added_tokens` list.
 #include <cstdint>
 #include <fstream>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +33,45 @@ inline nlohmann::json read_tokenizer_json(const std::string& path) {
     }
 }
 
+/// o[k], or a null value when o is not an object or has no key k.
+inline const nlohmann::json& json_field(const nlohmann::json& o, const char* k) {
+    static const nlohmann::json null_value;
+    if (!o.is_object()) return null_value;
+    const auto it = o.find(k);
+    return it == o.end() ? null_value : *it;
+}
+
+struct HfAddedToken {
+    std::string content;
+    std::int64_t id = 0;
+    bool normalized = false;  // looked for in the normalized text
+    bool special = false;
+};
+
+/// tokenizer.json's `added_tokens` (none when absent): each needs an integer `id` and a string `content`;
+/// `single_word`, `lstrip` and `rstrip` = true are refused (not supported), naming the token.
+inline std::vector<HfAddedToken> read_hf_added_tokens(const nlohmann::json& tokenizer_json, const Error::Where& where) {
+    std::vector<HfAddedToken> out;
+    const auto& added = json_field(tokenizer_json, "added_tokens");
+    if (added.is_null()) return out;
+    require(added.is_array(), "'added_tokens' is not an array", where);
+    for (const auto& a : added) {
+        require(a.is_object() && json_field(a, "id").is_number_integer() && json_field(a, "content").is_string(),
+                "an added token lacks an integer 'id' or a string 'content'", where);
+        HfAddedToken t;
+        t.content = json_field(a, "content").get<std::string>();
+        for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
+            require(!json_field(a, flag).is_boolean() || !json_field(a, flag).get<bool>(),
+                    "added token '" + t.content + "': " + flag + "=true is not supported", where);
+        }
+        t.id = json_field(a, "id").get<std::int64_t>();
+        t.normalized = json_field(a, "normalized").is_boolean() && json_field(a, "normalized").get<bool>();
+        t.special = json_field(a, "special").is_boolean() && json_field(a, "special").get<bool>();
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
 struct HfSpecialTokens {
     std::optional<std::int32_t> bos, eos;
     bool add_bos_default = false;
@@ -41,12 +82,7 @@ struct HfSpecialTokens {
 template <class IdOf>
 void read_hf_special_tokens(const nlohmann::json& tokenizer_json, const std::string& tokenizer_json_path,
                             const IdOf& id_of, HfSpecialTokens& tokens) {
-    const auto field = [](const nlohmann::json& o, const char* k) -> const nlohmann::json& {
-        static const nlohmann::json null_value;
-        if (!o.is_object()) return null_value;
-        const auto it = o.find(k);
-        return it == o.end() ? null_value : *it;
-    };
+    const auto& field = json_field;
     const auto& post = field(tokenizer_json, "post_processor");
     if (field(post, "type") == "TemplateProcessing") {
         const auto& single = field(post, "single");

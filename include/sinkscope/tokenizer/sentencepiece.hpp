@@ -266,32 +266,19 @@ public:
         }
 
         // ---- added tokens ----
-        if (const auto& added = field(j, "added_tokens"); !added.is_null()) {
-            require(added.is_array(), "'added_tokens' is not an array", where);
-            for (const auto& a : added) {
-                require(a.is_object() && field(a, "id").is_number_integer() && field(a, "content").is_string(),
-                        "an added token lacks an integer 'id' or a string 'content'", where);
-                const auto content = field(a, "content").get<std::string>();
-                for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
-                    require(!field(a, flag).is_boolean() || !field(a, flag).get<bool>(),
-                            "added token '" + content + "': " + flag + "=true is not supported", where);
-                }
-                // A normalized added token is looked for in the normalized text; where normalizing only
-                // prepends and replaces spaces, that is the same place in the raw text for a token
-                // without spaces and "▁".
-                const bool normalized = field(a, "normalized").is_boolean() && field(a, "normalized").get<bool>();
-                require(!normalized || (content.find(' ') == std::string::npos && content.find(detail::sp_space) == std::string::npos),
-                        "added token '" + content + "' with normalized=true and a space is not supported", where);
-                const auto id = field(a, "id").get<std::int64_t>();
-                require(id >= 0 && static_cast<std::uint64_t>(id) < max_vocab, "added token '" + content + "' has a bad id", where);
-                if (static_cast<std::size_t>(id) >= t.pieces_.size()) t.pieces_.resize(static_cast<std::size_t>(id) + 1);
-                auto& p = t.pieces_[static_cast<std::size_t>(id)];
-                p.text = content;
-                p.present = true;
-                const bool special = field(a, "special").is_boolean() && field(a, "special").get<bool>();
-                p.type = special ? PieceType::control : PieceType::user_defined;
-                if (!content.empty()) t.added_.push_back({content, static_cast<std::int32_t>(id)});
-            }
+        for (const auto& a : detail::read_hf_added_tokens(j, where)) {
+            // A normalized added token is looked for in the normalized text; where normalizing only
+            // prepends and replaces spaces, that is the same place in the raw text for a token
+            // without spaces and "▁".
+            require(!a.normalized || (a.content.find(' ') == std::string::npos && a.content.find(detail::sp_space) == std::string::npos),
+                    "added token '" + a.content + "' with normalized=true and a space is not supported", where);
+            require(a.id >= 0 && static_cast<std::uint64_t>(a.id) < max_vocab, "added token '" + a.content + "' has a bad id", where);
+            if (static_cast<std::size_t>(a.id) >= t.pieces_.size()) t.pieces_.resize(static_cast<std::size_t>(a.id) + 1);
+            auto& p = t.pieces_[static_cast<std::size_t>(a.id)];
+            p.text = a.content;
+            p.present = true;
+            p.type = a.special ? PieceType::control : PieceType::user_defined;
+            if (!a.content.empty()) t.added_.push_back({a.content, static_cast<std::int32_t>(a.id)});
         }
         if (t.unk_ && t.pieces_[static_cast<std::size_t>(*t.unk_)].type == PieceType::normal) {
             t.pieces_[static_cast<std::size_t>(*t.unk_)].type = PieceType::unknown;
@@ -416,12 +403,7 @@ private:
 
     SentencePieceTokenizer() = default;
 
-    static const nlohmann::json& field(const nlohmann::json& o, const char* k) {
-        static const nlohmann::json null_value;
-        if (!o.is_object()) return null_value;
-        const auto it = o.find(k);
-        return it == o.end() ? null_value : *it;
-    }
+    static const nlohmann::json& field(const nlohmann::json& o, const char* k) { return detail::json_field(o, k); }
 
     static nlohmann::json read_json(const std::string& path) { return detail::read_tokenizer_json(path); }
 
