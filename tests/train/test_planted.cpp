@@ -8,6 +8,8 @@
 #include <sinkscope/theory/quadratic_ffn.hpp>
 #include <sinkscope/train/planted.hpp>
 
+#include "train/train_test_util.hpp"
+
 using namespace sinkscope;
 
 namespace {
@@ -83,19 +85,9 @@ TEST_CASE("planted massive: the twin differs in one weight and has no massive ac
         o.mechanism_on = false;
         const auto off = train::planted_massive_plan(c, o);
         // One switch: the step-up unit's W_down column (one entry for SwiGLU, two for the GELU pair).
-        std::int64_t differing = 0;
-        model::Weights<float> a = on.weights, b = off.weights;
-        std::vector<std::pair<std::string, std::vector<float>>> pa, pb;
-        model::visit_parameters(a, [&](const std::string& n, const auto& t) { pa.push_back({n, std::vector<float>(t.data(), t.data() + t.size())}); });
-        model::visit_parameters(b, [&](const std::string& n, const auto& t) { pb.push_back({n, std::vector<float>(t.data(), t.data() + t.size())}); });
-        REQUIRE(pa.size() == pb.size());
-        for (std::size_t i = 0; i < pa.size(); ++i)
-            for (std::size_t j = 0; j < pa[i].second.size(); ++j)
-                if (pa[i].second[j] != pb[i].second[j]) {
-                    ++differing;
-                    CHECK(pa[i].first == "blocks." + std::to_string(on.plan.step_up_layer) + ".mlp.W_out");
-                }
-        CHECK(differing == (c.ffn == model::FfnKind::gelu ? 2 : 1));
+        const auto differing = test::differing_parameter_entries(on.weights, off.weights);
+        for (const auto& name : differing) CHECK(name == "blocks." + std::to_string(on.plan.step_up_layer) + ".mlp.W_out");
+        CHECK(differing.size() == (c.ffn == model::FfnKind::gelu ? 2u : 1u));
         for (const auto& s : random_sequences(c, 4, 32, 23)) CHECK(massive_in_states(c, off.weights, s).empty());
     }
 }

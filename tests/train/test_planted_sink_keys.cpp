@@ -6,6 +6,8 @@
 #include <sinkscope/analysis/spikes.hpp>
 #include <sinkscope/train/planted_sink_keys.hpp>
 
+#include "train/train_test_util.hpp"
+
 using namespace sinkscope;
 
 namespace {
@@ -88,19 +90,9 @@ TEST_CASE("planted sink keys: the twin differs in one weight per sink layer and 
     const auto on = train::planted_sink_keys_plan(c, o);
     o.keys_read_spike = false;
     const auto off = train::planted_sink_keys_plan(c, o);
-    std::int64_t differing = 0;
-    model::Weights<float> a = on.weights, b = off.weights;
-    std::vector<std::pair<std::string, std::vector<float>>> pa, pb;
-    model::visit_parameters(a, [&](const std::string& n, const auto& t) { pa.push_back({n, std::vector<float>(t.data(), t.data() + t.size())}); });
-    model::visit_parameters(b, [&](const std::string& n, const auto& t) { pb.push_back({n, std::vector<float>(t.data(), t.data() + t.size())}); });
-    REQUIRE(pa.size() == pb.size());
-    for (std::size_t i = 0; i < pa.size(); ++i)
-        for (std::size_t j = 0; j < pa[i].second.size(); ++j)
-            if (pa[i].second[j] != pb[i].second[j]) {
-                ++differing;
-                CHECK(pa[i].first.find("attn.W_K") != std::string::npos);
-            }
-    CHECK(differing == std::int64_t(on.plan.sink_layers.size()));
+    const auto differing = test::differing_parameter_entries(on.weights, off.weights);
+    for (const auto& name : differing) CHECK(name.find("attn.W_K") != std::string::npos);
+    CHECK(differing.size() == on.plan.sink_layers.size());
     const auto seen = forward_seen(c, off.weights, random_sequence(c, 64, 9));
     const std::int64_t dh = c.head_dim, g = off.plan.kv_head;
     for (std::int64_t l : off.plan.sink_layers) {

@@ -1,10 +1,12 @@
-// Shared helpers of the train tests: tiny configurations and randomised weights.
+// Shared helpers of the train tests: tiny configurations, randomised weights, weight differences.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <sinkscope/core/error.hpp>
 #include <sinkscope/model/config.hpp>
 #include <sinkscope/model/weights.hpp>
 #include <sinkscope/train/init.hpp>
@@ -48,6 +50,23 @@ inline std::vector<std::int32_t> random_tokens(std::int64_t n, std::int64_t voca
     std::vector<std::int32_t> t(n);
     for (auto& x : t) x = std::int32_t(rng.below(std::uint64_t(vocab)));
     return t;
+}
+
+// The tensor name of every parameter entry in which a and b differ (one name per entry), in
+// visit_parameters order: what a planted model's twin changes. The two must have the same structure.
+template <class T>
+std::vector<std::string> differing_parameter_entries(model::Weights<T> a, model::Weights<T> b) {
+    std::vector<std::pair<std::string, std::vector<T>>> pa, pb;
+    model::visit_parameters(a, [&](const std::string& n, const auto& t) { pa.push_back({n, std::vector<T>(t.data(), t.data() + t.size())}); });
+    model::visit_parameters(b, [&](const std::string& n, const auto& t) { pb.push_back({n, std::vector<T>(t.data(), t.data() + t.size())}); });
+    require(pa.size() == pb.size(), "differing_parameter_entries: the two weight sets differ in structure");
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < pa.size(); ++i) {
+        require(pa[i].second.size() == pb[i].second.size(), "differing_parameter_entries: " + pa[i].first + " differs in size");
+        for (std::size_t j = 0; j < pa[i].second.size(); ++j)
+            if (pa[i].second[j] != pb[i].second[j]) out.push_back(pa[i].first);
+    }
+    return out;
 }
 
 }  // namespace sinkscope::test
