@@ -6,16 +6,12 @@
 # failed.json and the exit status is 1; bad input exits 2 naming the file.
 # Usage: test_census.sh SINKSCOPE_BINARY SHARED_DIR
 set -u
+source "$(dirname "$0")/check_lib.sh"
 bin=$(realpath "$1"); model=$(realpath "$2")/models/stories260K.gguf
 sbatch_script=$(cd "$(dirname "$0")/../../scripts" && pwd)/census.sbatch
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 cd "$work" || exit 1
 export OMP_NUM_THREADS=1  # records are bit-identical across tasks at one thread count (docs/cli-and-sharding.md)
-fails=0; passes=0
-check() {  # check NAME CONDITION...
-    local name=$1; shift
-    if "$@"; then passes=$((passes + 1)); else echo "FAILED: $name"; fails=$((fails + 1)); fi
-}
 same_dirs() { diff -r "$1" "$2" > /dev/null; }
 count() { grep -c -- "$1" "$2"; }  # count PATTERN FILE
 json() { python3 -c "import json, sys; j = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
@@ -144,5 +140,4 @@ else
     echo "skipped: census_figures.py (no matplotlib in python3)"
 fi
 
-echo "$passes passed, $fails failed"
-test "$fails" -eq 0
+check_summary ""

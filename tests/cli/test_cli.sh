@@ -5,11 +5,7 @@
 set -u
 bin=$1; model=$2/models/stories260K.gguf
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-fails=0; passes=0
-check() {  # check NAME CONDITION...
-    local name=$1; shift
-    if "$@"; then passes=$((passes + 1)); else echo "FAILED: $name"; fails=$((fails + 1)); fi
-}
+source "$(dirname "$0")/check_lib.sh"
 lacks() { ! grep -q "$1" "$2"; }  # lacks PATTERN FILE
 differ() { ! cmp -s "$1" "$2"; }  # differ FILE FILE
 "$bin" --help > "$work/help" 2>&1
@@ -254,5 +250,4 @@ if [[ -f $smol ]]; then
 else
     echo "cli: SmolLM2 not fetched (scripts/fetch_model.sh): the --weights file checks of stats are skipped"
 fi
-echo "cli: $passes passed, $fails failed"
-test $fails -eq 0
+check_summary "cli: "

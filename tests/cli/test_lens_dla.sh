@@ -5,11 +5,7 @@
 set -u
 bin=$1; model=$2/models/stories260K.gguf
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-fails=0; passes=0
-check() {  # check NAME CONDITION...
-    local name=$1; shift
-    if "$@"; then passes=$((passes + 1)); else echo "FAILED: $name"; fails=$((fails + 1)); fi
-}
+source "$(dirname "$0")/check_lib.sh"
 tokens=1,50,60,70,80
 "$bin" lens "$model" --tokens $tokens --target 60 --top 3 --out "$work/lens" > "$work/lens.log" 2>&1
 check "lens exits 0" test $? -eq 0
@@ -65,6 +61,5 @@ check "and records BOS used" python3 -c 'import json,sys; b=json.load(open(sys.a
 check "dla --bos off records no BOS" python3 -c 'import json,sys; sys.exit(0 if not json.load(open(sys.argv[1]))["bos"]["use"] else 1)' "$work/bos_off/summary.json"
 "$bin" lens "$model" --text "Once upon" --no-bos --out "$work/no_bos" > /dev/null 2>&1
 check "lens --no-bos records no BOS" python3 -c 'import json,sys; sys.exit(0 if not json.load(open(sys.argv[1]))["bos"]["use"] else 1)' "$work/no_bos/summary.json"
-echo "lens/dla cli: $passes passed, $fails failed"
 [[ $fails -eq 0 ]] || cat "$work/numbers.log"
-test $fails -eq 0
+check_summary "lens/dla cli: "
