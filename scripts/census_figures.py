@@ -7,7 +7,8 @@
                          log scale; a filled marker where the layer meets Sun et al.'s criterion (|x| > 100 and
                          >= 1000 x the median |x|), the dotted line at 100
   census_outcomes.png    each model's claim outcomes as a grid (a model whose record ran no rule shows the record's
-                         own words, "not run by this version")
+                         own words, "not run (--rules none)"; "error" where the rule's experiment failed
+                         on the checkpoint: its message is in the record)
 
 Every number is read from the table; this script computes nothing but the relative depth.
 Usage: python scripts/census_figures.py DIR/table.json [--out DIR/figures]
@@ -26,9 +27,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 TABLE_FORMAT = "sinkscope.census.table"
-TABLE_VERSION = 1
+TABLE_VERSION = 2
 OUTCOME_COLORS = {"reproduced": "#4c9a2a", "not reproduced": "#c0392b", "inconclusive": "#e1a33b",
-                  "not shown at this scale": "#9b9b9b", "not applicable": "#d0d0d0"}
+                  "not shown at this scale": "#9b9b9b", "not applicable": "#d0d0d0", "error": "#6c3483",
+                  "no verdict written": "#f0f0f0"}
 NOT_RUN_COLOR = "#f0f0f0"
 
 
@@ -75,7 +77,7 @@ def fig_massive(models, path):
     save(fig, path)
 
 
-def fig_outcomes(models, path):
+def fig_outcomes(models, path, title):
     rule_ids = sorted({r for m in models if isinstance(m["rules"], dict) for r in m["rules"]})
     columns = rule_ids or ["claims"]
     fig, ax = plt.subplots(figsize=(4 + 1.6 * len(columns), 1.0 + 0.5 * len(models)))
@@ -94,6 +96,7 @@ def fig_outcomes(models, path):
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
+    ax.set_title(title, fontsize=8)
     save(fig, path)
 
 
@@ -114,7 +117,11 @@ def main():
     os.makedirs(out, exist_ok=True)
     fig_sink_rate(models, table["settings"]["eps"], os.path.join(out, "census_sink_rate.png"))
     fig_massive(models, os.path.join(out, "census_massive.png"))
-    fig_outcomes(models, os.path.join(out, "census_outcomes.png"))
+    size = table.get("settings", {}).get("rules", "none")
+    rule_set = table.get("rule_set", {})
+    title = (f"claim outcomes: experiments at {size} size" + (" (a check of the code, not of the claims)" if size == "smoke" else "")
+             + f"; rule set {rule_set.get('version', '?')} ({rule_set.get('hash', '?')[:12]})")
+    fig_outcomes(models, os.path.join(out, "census_outcomes.png"), title)
     print(f"wrote {out}/census_sink_rate.png, census_massive.png, census_outcomes.png ({len(models)} models)")
 
 

@@ -2,15 +2,21 @@
 // checkpoints this task runs, the census folder, resuming, failures, --plan and --merge.
 #include "census_cli.hpp"
 
+#include <spawn.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include <sinkscope/analysis/census.hpp>
 #include <sinkscope/analysis/stats_run.hpp>
@@ -18,6 +24,8 @@
 #include <sinkscope/io/memory.hpp>
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/train/random_model.hpp>
+
+extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -147,6 +155,115 @@ int print_plan(const std::vector<std::string>& mine, const CensusOptions& o) {
     return failures ? 1 : 0;
 }
 
+// The sinkscope-experiments executable the claim rules run in: --experiments, else the one beside this
+// executable (an installed layout), else ../experiments/ from it (the build tree: build/tools/sinkscope and
+// build/experiments/sinkscope-experiments). An Error before anything runs when there is none.
+std::string find_experiments(const CensusOptions& o) {
+    auto executable = [](const fs::path& p) {
+        std::error_code ec;
+        return fs::is_regular_file(p, ec) && ::access(p.c_str(), X_OK) == 0;
+    };
+    if (!o.experiments.empty()) {
+        if (!executable(o.experiments))
+            throw Error("census --rules " + o.rules + ": --experiments is not an executable file", {o.experiments, "", {}});
+        return fs::absolute(o.experiments).string();
+    }
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    std::string tried;
+    if (!ec)
+        for (const fs::path& candidate : {self.parent_path() / "sinkscope-experiments",
+                                          self.parent_path().parent_path() / "experiments" / "sinkscope-experiments"}) {
+            if (executable(candidate)) return candidate.lexically_normal().string();
+            tried += (tried.empty() ? "" : ", ") + candidate.lexically_normal().string();
+        }
+    throw Error("census --rules " + o.rules + ": no sinkscope-experiments executable (tried " + (tried.empty() ? "none" : tried) +
+                "): build it (cmake --build build --target sinkscope_experiments), name it with --experiments PATH, or run "
+                "the statistics alone with --rules none");
+}
+
+// Runs `argv` with stdout and stderr into `log`; its exit status, or the signal that ended it.
+std::pair<int, int> run_logged(const std::vector<std::string>& argv, const std::string& log) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    const int spawn_error = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawn_error != 0) throw Error(std::string("census: cannot start the experiment: ") + std::strerror(spawn_error), {argv[0], "", {}});
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) throw Error(std::string("census: waitpid failed: ") + std::strerror(errno), {argv[0], "", {}});
+    if (WIFSIGNALED(status)) return {-1, WTERMSIG(status)};
+    return {WEXITSTATUS(status), 0};
+}
+
+// The last line of a file that is not blank ("" when none): an experiment's error message.
+std::string last_line(const std::string& path) {
+    std::ifstream in(path);
+    std::string line, last;
+    while (std::getline(in, line))
+        if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+    return last;
+}
+
+// The claim experiments on one checkpoint, each into DIR/rules/<name>/<experiment>/ (emptied first: a killed
+// run's output is not kept), at the census's input, BOS, weights, compute and seed.
+std::vector<analysis::CensusExperimentRun> run_rules(const CensusOptions& o, const std::string& experiments_exe,
+                                                     const std::string& checkpoint, const std::string& tag) {
+    std::vector<analysis::CensusExperimentRun> runs;
+    if (o.rules == "none") return runs;
+    std::string name = analysis::census_record_name(checkpoint);
+    name.erase(name.size() - 5);  // ".json"
+    const std::string relative_dir = (fs::path("rules") / name).string();
+    const std::string dir = in_dir(o.out, relative_dir);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+    fs::create_directories(dir, ec);
+    if (ec) throw Error("census: cannot create " + dir + ": " + ec.message(), {dir, "", {}});
+    std::string corpus = o.text_file;
+    if (!o.text.empty()) {  // --text: the experiments read a corpus file
+        corpus = in_dir(dir, "text.txt");
+        std::ofstream(corpus) << o.text << "\n";
+    }
+    const auto& experiments = analysis::census_experiments();
+    for (std::size_t k = 0; k < experiments.size(); ++k) {
+        const auto& experiment = experiments[k];
+        const auto t0 = std::chrono::steady_clock::now();
+        analysis::CensusExperimentRun run;
+        run.experiment = experiment;
+        run.output = (fs::path(relative_dir) / experiment).string();
+        const std::string out = in_dir(o.out, run.output), log = out + ".log";
+        std::vector<std::string> argv{experiments_exe, experiment,     "--model",   checkpoint,          "--out",
+                                      out,             "--seed",       std::to_string(o.seed),  "--bos", o.bos ? "on" : "off",
+                                      "--weights",     o.weights,      "--compute", o.compute};
+        if (o.rules == "smoke") argv.push_back("--smoke");
+        if (!o.tokens_file.empty()) {
+            argv.push_back("--tokens-file");
+            argv.push_back(o.tokens_file);
+        } else {
+            argv.push_back("--corpus");
+            argv.push_back(corpus);
+        }
+        std::tie(run.exit_status, run.signal) = run_logged(argv, log);
+        if (run.exit_status == 0 && run.signal == 0) {
+            const std::string meta = in_dir(out, "meta.json");
+            if (fs::exists(meta, ec)) run.meta = read_json(meta);
+        } else {
+            run.error = run.signal ? "killed by signal " + std::to_string(run.signal) : last_line(log);
+        }
+        std::cerr << tag << ": rules " << (k + 1) << "/" << experiments.size() << " " << experiment << " ("
+                  << seconds_since(t0) << " s)"
+                  << (run.exit_status || run.signal ? ": FAILED (" + run.error + "; " + log + ")" : std::string()) << "\n";
+        runs.push_back(std::move(run));
+    }
+    return runs;
+}
+
 // The header every record of this census must share (analysis::check_same_census compares these keys).
 nlohmann::json expected_header(const nlohmann::json& settings) {
     return {{"sinkscope_version", version()}, {"rule_set", analysis::rule_set_identity()}, {"settings", settings}};
@@ -171,8 +288,9 @@ int run(const CensusOptions& o) {
     analysis::check_request(request);
     const model::LoadOptions load_options = model::load_options_from(o.weights, o.compute);
     const std::string input = !o.tokens_file.empty() ? o.tokens_file : o.text_file;
-    const nlohmann::json settings =
-        analysis::census_settings(request, o.weights, o.compute, input.empty() ? std::string() : file_sha256(input));
+    const nlohmann::json settings = analysis::census_settings(request, o.weights, o.compute,
+                                                              input.empty() ? std::string() : file_sha256(input), o.rules, o.seed);
+    const std::string experiments_exe = o.rules == "none" ? std::string() : find_experiments(o);
     const nlohmann::json header = expected_header(settings);
 
     const std::string records_dir = in_dir(o.out, "checkpoints");
@@ -210,7 +328,8 @@ int run(const CensusOptions& o) {
             analysis::StatsRequest r = request;
             r.model = path;
             const auto stats = analysis::run_stats(m, r);
-            const auto j = analysis::census_record(path, settings, analysis::model_identity(path, m), stats);
+            const auto rules = analysis::census_rules(o.rules, run_rules(o, experiments_exe, path, tag));
+            const auto j = analysis::census_record(path, settings, analysis::model_identity(path, m), stats, rules);
             write_json_atomically(record, j);
             std::cerr << tag << ": " << stats.total << " samples, " << seconds_since(t0) << " s -> " << record << "\n";
         } catch (const Error& e) {
@@ -300,6 +419,15 @@ CLI::App* add_census_subcommand(CLI::App& app, CensusOptions& o) {
         ->check(CLI::IsMember({"auto", "file", "float32", "bf16"}))
         ->capture_default_str();
     c->add_option("--compute", o.compute, "exact|int8|bf16, as for stats")->check(CLI::IsMember({"exact", "int8", "bf16"}))->capture_default_str();
+    c->add_option("--rules", o.rules,
+                  "the claim rules on each checkpoint (the experiments that measure a given model, run by "
+                  "sinkscope-experiments into DIR/rules/): full (their registered default sizes), smoke (test sizes: a "
+                  "check of the code, not of the claims) or none (the statistics alone)")
+        ->check(CLI::IsMember({"none", "smoke", "full"}))
+        ->capture_default_str();
+    c->add_option("--experiments", o.experiments,
+                  "the sinkscope-experiments executable (default: beside this one, or build/experiments/)");
+    c->add_option("--seed", o.seed, "the experiments' --seed")->capture_default_str();
     return c;
 }
 

@@ -2,10 +2,13 @@
 // (analysis/census.hpp), and `census --merge DIR`, the table of a finished census.
 //
 //   sinkscope census CKPT… [--list FILE] --out DIR (--tokens-file F | --text-file F | --text T) [--shard I/N] [--plan]
+//                    [--rules none|smoke|full] [--experiments PATH] [--seed S]
 //   sinkscope census --merge DIR
 //
 // DIR/checkpoints/<name>.json   one record per checkpoint, written to a temporary file and renamed, so
 //                               a killed task leaves finished records or none; a rerun skips them
+// DIR/rules/<name>/<experiment>/  each claim experiment's output on the checkpoint (meta.json, figures),
+//                               and <experiment>.log beside it (its stderr); the verdicts are in the record
 // DIR/failed.json               checkpoints that failed and their errors (failed.I-of-N.json for --shard I/N)
 // DIR/table.json                the merged table (--merge); scripts/census_figures.py draws it
 // Exit status: 0, 1 when a checkpoint failed (the others are done), 2 for bad input (nothing done).
@@ -31,6 +34,9 @@ struct CensusOptions {
     double eps = 0.3;
     bool bos = false;
     std::string weights = "auto", compute = "exact";
+    std::string rules = "full";  // the claim experiments on each checkpoint: none, smoke (test sizes) or full (their defaults)
+    std::string experiments;     // the sinkscope-experiments executable ("": beside this one, or in ../experiments/)
+    unsigned seed = 0;           // the experiments' --seed
 };
 
 // Registers the subcommand and its options (bound to `o`).

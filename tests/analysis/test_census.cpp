@@ -5,7 +5,9 @@
 // (FIPS 180-4's "abc" for a file; the sha256sum lines of its files for a directory).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
@@ -130,4 +132,50 @@ TEST_CASE("checkpoint_sha256: a file's SHA-256, a directory's over its files' sh
     }
     CHECK(checkpoint_sha256(hf) == sha256_hex(lines));
     CHECK(error_of([] { checkpoint_sha256("no/such/model.gguf"); }).find("no/such/model.gguf") != std::string::npos);
+}
+
+TEST_CASE("census experiments: every experiment of the rule table is either run on a census checkpoint or trains its own models",
+          "[analysis][census]") {
+    std::set<std::string> table_experiments;
+    for (const auto& r : rule_table()) table_experiments.insert(r.experiment);
+    const auto& census = census_experiments();
+    const auto& training = training_experiments();
+    for (const auto& e : table_experiments) {
+        const bool in_census = std::count(census.begin(), census.end(), e) == 1;
+        const bool in_training = std::count(training.begin(), training.end(), e) == 1;
+        INFO(e);
+        CHECK(in_census != in_training);
+    }
+    for (const auto& e : census) CHECK(table_experiments.count(e) == 1);  // no name the table does not know
+    for (const auto& e : training) CHECK(table_experiments.count(e) == 1);
+    // c1_spike_to_sink decides three claims, in the table's order.
+    CHECK(claim_rule_ids("c1_spike_to_sink") == std::vector<std::string>{"C1", "C2", "C3"});
+    // A control is no claim: a1_bos_ablation's A1-control is left out.
+    CHECK(claim_rule_ids("a1_bos_ablation") == std::vector<std::string>{"A1", "A1-window"});
+}
+
+TEST_CASE("census_rules: an outcome per claim rule from the verdicts, 'error' for a failed experiment, none said",
+          "[analysis][census]") {
+    CHECK(census_rules("none", {}) == kCensusRulesNotRun);
+    CensusExperimentRun c1{"c1_spike_to_sink", 0, 0, "rules/m/c1_spike_to_sink", "", {}};
+    c1.meta = {{"rule_set", rule_set_identity()},
+               {"verdict", {{{"rule_id", "C1"}, {"outcome", "reproduced"}}, {{"rule_id", "C3"}, {"outcome", "inconclusive"}}}}};
+    CensusExperimentRun b2{"b2_quadratic_ffn", 0, 0, "rules/m/b2_quadratic_ffn", "", {}};
+    b2.meta = {{"rule_set", rule_set_identity()}, {"verdict", {{"rule_id", "B2"}, {"outcome", "not applicable"}}}};  // one verdict, no list
+    CensusExperimentRun p2{"p2_streaming_window", 2, 0, "rules/m/p2_streaming_window", "sinkscope: too short [file ids.txt]", nullptr};
+    const auto j = census_rules("smoke", {c1, b2, p2});
+    CHECK(j["size"] == "smoke");
+    CHECK(j["outcomes"] == nlohmann::json({{"C1", "reproduced"}, {"C2", "no verdict written"}, {"C3", "inconclusive"},
+                                           {"B2", "not applicable"}, {"P2", "error"}}));
+    REQUIRE(j["experiments"].size() == 3);
+    CHECK(j["experiments"][1]["verdicts"].size() == 1);
+    CHECK(j["experiments"][2]["error"] == "sinkscope: too short [file ids.txt]");
+    CHECK(!j["experiments"][0].contains("error"));
+    // The record's table row is the outcome map.
+    auto r = record("m.gguf");
+    r["rules"] = j;
+    CHECK(census_row(r)["rules"] == j["outcomes"]);
+    // Verdicts decided by another rule set (experiments of another build) are refused, naming the output.
+    b2.meta["rule_set"]["hash"] = std::string(64, '0');
+    CHECK(error_of([&] { census_rules("full", {b2}); }).find("rules/m/b2_quadratic_ffn") != std::string::npos);
 }

@@ -9,8 +9,9 @@
 // (summary, settings and the reducers' mergeable state), where the spike forms, and the claims' outcomes.
 // Records carry no timing, host or shard, so the same checkpoint under the same settings gives the same
 // bytes whichever task of a sharded census wrote it (on the same kind of CPU and thread count: see
-// docs/cli-and-sharding.md). The claim rules (analysis/rule_table.hpp) are measured by the experiments on
-// models of their own; this version runs none of them on a census checkpoint and says so in each record.
+// docs/cli-and-sharding.md). The claim rules (analysis/rule_table.hpp) whose experiments measure the
+// checkpoint they are given run on each checkpoint (`census --rules smoke|full`, tools/census_cli.cpp runs
+// the experiments); census_rules() turns their meta.json verdicts into the record's "rules".
 #pragma once
 
 #include <algorithm>
@@ -44,10 +45,85 @@
 namespace sinkscope::analysis {
 
 // The layout of a record and of a table; a reader refuses any other (a census folder from another version).
-inline constexpr int kCensusFormatVersion = 1;
+// Version 2: "rules" is an object (the experiments run, their verdicts, an outcome per rule).
+inline constexpr int kCensusFormatVersion = 2;
 inline constexpr const char* kCensusRecordFormat = "sinkscope.census.checkpoint";
 inline constexpr const char* kCensusTableFormat = "sinkscope.census.table";
-inline constexpr const char* kCensusRulesNotRun = "not run by this version";
+inline constexpr const char* kCensusRulesNotRun = "not run (--rules none)";
+
+// The rule set every verdict of this build is decided by.
+inline nlohmann::json rule_set_identity() {
+    return {{"version", kRuleSetVersion}, {"hash", rule_set_hash(rule_table(), kRuleSetVersion)}};
+}
+
+// The experiments that measure the checkpoint they are given (--model): a census runs them on each one.
+inline const std::vector<std::string>& census_experiments() {
+    static const std::vector<std::string> names{"a2_p0_circuit",      "a3_cone_model",       "b1_spike_lifecycle",
+                                                "b2_quadratic_ffn",   "b3_vocab_position0",  "b4_rmsnorm_sparsity",
+                                                "b5_sink_keys",       "c1_spike_to_sink",    "p1_massive_ablation",
+                                                "p2_streaming_window"};
+    return names;
+}
+
+// The experiments whose rules are about models they train themselves (Paper A's BOS models and A1-control
+// beside them, the training trace and scale sweep, the ablation variants): a census checkpoint is not what
+// they measure. Every experiment of the rule table is in exactly one of the two lists (tests/analysis).
+inline const std::vector<std::string>& training_experiments() {
+    static const std::vector<std::string> names{"a1_bos_ablation", "a4_training_trace", "a4_scale_sweep", "b6_ablations"};
+    return names;
+}
+
+// The ids of the claim rules `experiment` decides, in the rule table's order.
+inline std::vector<std::string> claim_rule_ids(const std::string& experiment) {
+    std::vector<std::string> ids;
+    for (const auto& r : rule_table())
+        if (r.experiment == experiment && r.kind == "claim") ids.push_back(r.id);
+    return ids;
+}
+
+// One experiment run on one census checkpoint: its exit status (or the signal that ended it), its output
+// folder relative to the census folder, the last line it printed on stderr when it failed, and its meta.json
+// (null when it wrote none).
+struct CensusExperimentRun {
+    std::string experiment;
+    int exit_status = 0;
+    int signal = 0;
+    std::string output;
+    std::string error;
+    nlohmann::json meta;
+};
+
+// The record's "rules": each experiment's run with its verdicts as written (rule id, hash, conditions with
+// their intervals), and one outcome per claim rule of the experiments: the verdict's outcome; "error" when
+// the experiment failed; "no verdict written" when it ran and wrote none for that rule (a rule's own
+// "no verdict written" case, as A1-window's with --window 0). A verdict decided by another rule set than
+// this build's is an error of the census (the experiments must be of the same build).
+inline nlohmann::json census_rules(const std::string& size, const std::vector<CensusExperimentRun>& runs) {
+    if (size == "none") return kCensusRulesNotRun;
+    nlohmann::json experiments = nlohmann::json::array(), outcomes = nlohmann::json::object();
+    for (const auto& run : runs) {
+        nlohmann::json verdicts = nlohmann::json::array();
+        if (run.meta.is_object() && run.meta.contains("verdict"))
+            verdicts = run.meta["verdict"].is_array() ? run.meta["verdict"] : nlohmann::json::array({run.meta["verdict"]});
+        const bool ok = run.exit_status == 0 && run.signal == 0;
+        if (ok && run.meta.is_object() && run.meta.contains("rule_set") && run.meta["rule_set"] != rule_set_identity())
+            throw Error("census: experiment " + run.experiment + " decided its verdicts by rule set " + run.meta["rule_set"].dump() +
+                            ", this sinkscope by " + rule_set_identity().dump() + ": use the experiments of the same build (--experiments)",
+                        {run.output, "", {}});
+        for (const auto& id : claim_rule_ids(run.experiment)) {
+            std::string outcome = ok ? "no verdict written" : "error";
+            if (ok)
+                for (const auto& v : verdicts)
+                    if (v.value("rule_id", "") == id) outcome = v.value("outcome", "no verdict written");
+            outcomes[id] = outcome;
+        }
+        nlohmann::json entry{{"experiment", run.experiment}, {"output", run.output}, {"exit_status", run.exit_status}, {"verdicts", verdicts}};
+        if (run.signal) entry["signal"] = run.signal;
+        if (!ok) entry["error"] = run.error;
+        experiments.push_back(entry);
+    }
+    return {{"size", size}, {"experiments", experiments}, {"outcomes", outcomes}};
+}
 
 // The files a checkpoint is read from, sorted: a file itself; a training run's directory, its
 // checkpoint.safetensors; a Hugging Face directory, its config.json, its safetensors file(s) and the
@@ -155,20 +231,18 @@ inline nlohmann::json spike_site(const ModelSummary& s) {
 // The settings every record of one census shares (the per-checkpoint ones, as the sample count and
 // fingerprint, are in the record's "stats"). `weights` and `compute` are the options asked for; the
 // storage a checkpoint got is in its identity. `input_sha256` is that of the text or token file ("" for --text).
+// `rules` is the size the claim rules ran at ("none", "smoke" or "full": each experiment's registered
+// default sizes) and `seed` the seed they were given.
 inline nlohmann::json census_settings(const StatsRequest& r, const std::string& weights, const std::string& compute,
-                                      const std::string& input_sha256) {
+                                      const std::string& input_sha256, const std::string& rules = "none", unsigned seed = 0) {
     return {{"text_file", r.text_file}, {"text", r.text}, {"tokens_file", r.tokens_file}, {"input_sha256", input_sha256},
             {"seq_len", r.seq_len}, {"max_samples", r.max_samples}, {"bos", r.bos}, {"eps", r.eps},
-            {"weights", weights}, {"compute", compute}};
+            {"weights", weights}, {"compute", compute}, {"rules", rules}, {"seed", seed}};
 }
 
-inline nlohmann::json rule_set_identity() {
-    return {{"version", kRuleSetVersion}, {"hash", rule_set_hash(rule_table(), kRuleSetVersion)}};
-}
-
-// One checkpoint's record.
+// One checkpoint's record; `rules` is census_rules(...) of its experiments.
 inline nlohmann::json census_record(const std::string& checkpoint, const nlohmann::json& settings, const nlohmann::json& identity,
-                                    const StatsRun& run) {
+                                    const StatsRun& run, const nlohmann::json& rules = kCensusRulesNotRun) {
     return {{"format", kCensusRecordFormat},
             {"format_version", kCensusFormatVersion},
             {"sinkscope_version", version()},
@@ -177,7 +251,7 @@ inline nlohmann::json census_record(const std::string& checkpoint, const nlohman
             {"checkpoint", checkpoint},
             {"model", identity},
             {"spike", spike_site(summarize(run.residual, run.attention, run.settings["eps"].get<double>()))},
-            {"rules", kCensusRulesNotRun},
+            {"rules", rules},
             {"stats", run.json()}};
 }
 
@@ -260,7 +334,7 @@ inline nlohmann::json census_row(const nlohmann::json& record) {
             {"median_abs_by_layer", median},
             {"massive_by_layer", massive},
             {"spike", record["spike"]},
-            {"rules", record["rules"]}};
+            {"rules", record["rules"].is_object() ? record["rules"]["outcomes"] : record["rules"]}};
 }
 
 // The merged table of a census: rows sorted by checkpoint path; `failed` (checkpoint → error) lists the
@@ -307,12 +381,16 @@ inline void print_census_table(std::ostream& os, const nlohmann::json& table) {
         std::string where = spike["layer"].is_null() ? std::string("none") : "layer " + spike["layer"].dump() + ", channels ";
         if (!spike["layer"].is_null())
             for (std::size_t i = 0; i < spike["channels"].size(); ++i) where += (i ? "," : "") + spike["channels"][i].dump();
-        std::snprintf(line, sizeof line, "%s\n  %s, %lld parameters, %s; %lld samples; Sink_0 %.2f%%; massive activation: %s; claims: %s\n",
+        std::string claims;
+        if (m["rules"].is_object())
+            for (const auto& [id, outcome] : m["rules"].items()) claims += (claims.empty() ? "" : ", ") + id + " " + outcome.get<std::string>();
+        else
+            claims = m["rules"].get<std::string>();
+        std::snprintf(line, sizeof line, "%s\n  %s, %lld parameters, %s; %lld samples; Sink_0 %.2f%%; massive activation: %s\n",
                       m["checkpoint"].get<std::string>().c_str(), m["family"].get<std::string>().c_str(),
                       (long long)m["parameters"].get<std::int64_t>(), m["precision"].get<std::string>().c_str(),
-                      (long long)m["samples"].get<std::int64_t>(), 100 * m["sink_rate"].get<double>(), where.c_str(),
-                      m["rules"].is_string() ? m["rules"].get<std::string>().c_str() : m["rules"].dump().c_str());
-        os << line;
+                      (long long)m["samples"].get<std::int64_t>(), 100 * m["sink_rate"].get<double>(), where.c_str());
+        os << line << "  claims: " << claims << "\n";
         os << "  layer ";
         for (std::size_t l = 0; l < m["sink_rate_by_layer"].size(); ++l) { std::snprintf(line, sizeof line, "%9zu", l); os << line; }
         os << "\n  sink  ";
