@@ -8,7 +8,11 @@
 //                 α_k = 1/(T−k) · Σ_{t ≥ k} A[t, k]   (0-based positions; the mean over the queries that see k),
 //                 averaged over samples, and the sink rate Sink^ε_k = fraction of (layer, head) with α_k > ε,
 //                 averaged over samples (computed here from the per-sample α₀ of every head).
-// Usage: attach to a HookSet, then call begin_sample() before each forward pass.
+// Usage: attach to a HookSet. The two count samples differently (both callers, stats_run.hpp and
+// a4_training_trace.cpp, write `if (i) rs.begin_sample(); as.begin_sample();` before forward pass i):
+//   AttentionStats  begin_sample() opens a sample: call it before every forward pass, the first included.
+//   ResidualStats   its first sample is open from construction (samples() is 1 before any pass);
+//                   begin_sample() moves to the next: call it before every forward pass but the first.
 //
 // Sharding: a reducer covers the samples [first_sample(), first_sample() + samples()) of the whole run
 // (start_at(s) before the first forward pass of a shard that begins at sample s). a.merge(b) for two
