@@ -105,6 +105,10 @@ TEST_CASE("HF special tokens, rule 2: tokenizer_config.json beside tokenizer.jso
     const auto b = read_special(with_template(special_piece("</s>")), dir.tokenizer_json());
     CHECK(b.bos == std::optional<std::int32_t>(2));
     CHECK(b.add_bos_default);
+    // a config without eos_token keeps the caller's EOS, as one without bos_token keeps its BOS
+    HfSpecialTokens had;
+    had.eos = 9;
+    CHECK(read_special(json::object(), dir.tokenizer_json(), had).eos == std::optional<std::int32_t>(9));
     // a non-boolean add_bos_token is not a setting
     dir.write("tokenizer_config.json", R"({"add_bos_token": "false"})");
     CHECK(read_special(with_template(special_piece("<s>")), dir.tokenizer_json()).add_bos_default);

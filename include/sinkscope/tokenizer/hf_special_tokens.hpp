@@ -113,7 +113,7 @@ void read_hf_special_tokens(const nlohmann::json& tokenizer_json, const std::str
         return id;
     };
     if (auto b = lookup("bos_token")) tokens.bos = b;
-    tokens.eos = lookup("eos_token");
+    if (auto e = lookup("eos_token")) tokens.eos = e;  // absent: the caller's, as for BOS
     if (field(config, "add_bos_token").is_boolean()) tokens.add_bos_default = field(config, "add_bos_token").template get<bool>();
 }
 
