@@ -9,7 +9,9 @@
 #      then at nine more seeds, for each rule's false-positive rate with its exact interval (out/null_seeds/)
 #   5. calibrate the rules on planted models (scripts/calibrate_planted.py: a planted mechanism, its twin
 #      with the mechanism off, random weights; out/calibration/)
-#   6. make the figures and the report (scripts/make_report.py, matplotlib in .venv): the verdicts are
+#   6. a census of the scale sweep's trained models and a random-weight null of each layout: statistics and
+#      every claim rule that measures a given model, sharded over --jobs tasks and merged (out/census/)
+#   7. make the figures and the report (scripts/make_report.py, matplotlib in .venv): the verdicts are
 #      the experiments' own (meta.json), with their intervals, thresholds and null controls
 # Default sizes fit in about 30 minutes on a 2-core CPU; --full runs larger sizes (much longer),
 # --smoke the test sizes (a minute). --only a1,b3 runs a subset; --no-build reuses the build directory;
@@ -27,7 +29,7 @@ while (($#)); do
     --no-null) null=0 ;;
     --jobs) jobs="$2"; shift ;;
     --build-dir) bdir="$2"; shift ;;
-    -h|--help) sed -n 2,15p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
     *) echo "reproduce: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -151,6 +153,47 @@ if ! python3 scripts/calibrate_planted.py --build "$bdir" --construction sink-ke
      --size "$([[ $size == smoke ]] && echo smoke || echo default)" > out/calibration_sink_keys.log 2>&1; then
   echo "reproduce: the sink-key calibration failed (see out/calibration_sink_keys.log)" >&2
   failed+=("calibration_sink_keys")
+fi
+
+# A census of the models the scale sweep trained (sizes x seeds) and one random-weight null per layout (the
+# first seed's checkpoint with random weights): per-layer statistics and every claim rule that measures a
+# given model, at the rules' default sizes, on BOS + random content tokens (the trained models' own BOS, the
+# last id of their vocabulary), sharded over the jobs and merged (docs/cli-and-sharding.md).
+census_of_sweep() {
+  local dir=out/census runs=(out/a4_scale_sweep/runs/*/)
+  if [[ ! -e ${runs[0]}checkpoint.safetensors ]]; then echo "   no a4_scale_sweep checkpoints: skipped"; return 0; fi
+  rm -rf "$dir"; mkdir -p "$dir/nulls" "$dir/logs"
+  local r name layout list=$dir/checkpoints.txt
+  : > "$list"
+  for r in "${runs[@]}"; do
+    r=${r%/}; name=$(basename "$r"); layout=${name%_seed*}
+    echo "$r" >> "$list"
+    if [[ ! -e $dir/nulls/$layout.null.safetensors ]]; then
+      "$bdir"/tools/sinkscope random-model "$r/checkpoint.safetensors" --seed 1 --out "$dir/nulls/$layout.null.safetensors" > /dev/null || return 1
+    fi
+  done
+  ls "$dir"/nulls/*.null.safetensors >> "$list"
+  python3 - "${runs[0]}checkpoint.safetensors" > "$dir/ids.txt" <<'PY' || return 1
+import json, random, struct, sys
+with open(sys.argv[1], "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+config = json.loads(header["__metadata__"]["config"])
+bos, T = config["vocab_size"] - 1, config["context_length"]
+random.seed(0)
+for _ in range(64):
+    print(bos, *random.choices(range(bos), k=T - 1))
+PY
+  echo "   $(wc -l < "$list") checkpoints, $jobs shard(s) (logs: $dir/logs/)"
+  seq 0 $((jobs - 1)) | xargs -P "$jobs" -I{} sh -c '"$1" census --list "$2" --out "$3" --tokens-file "$3/ids.txt" --seq-len 64 \
+      --rules "$5" --shard {}/"$4" > "$3/logs/shard_{}.log" 2>&1' census "$bdir/tools/sinkscope" "$list" "$dir" "$jobs" "$([[ $size == smoke ]] && echo smoke || echo full)" || return 1
+  "$bdir"/tools/sinkscope census --merge "$dir" > "$dir/table.txt" || return 1
+  "$py" scripts/census_figures.py "$dir/table.json" > /dev/null
+}
+if [[ " ${experiments[*]} " == *" a4_scale_sweep "* ]]; then
+  echo "== [census] the scale sweep's models and a random-weight null of each layout: out/census/"
+  s=$(date +%s)
+  census_of_sweep || { echo "reproduce: the census failed (see out/census/logs/)" >&2; failed+=("census"); }
+  echo "   census: $(($(date +%s) - s)) s"
 fi
 
 echo "== [report] figures and report/index.html"
