@@ -13,7 +13,7 @@
 #      every claim rule that measures a given model, sharded over --jobs tasks and merged (out/census/)
 #   7. make the figures and the report (scripts/make_report.py, matplotlib in .venv): the verdicts are
 #      the experiments' own (meta.json), with their intervals, thresholds and null controls
-# Default sizes fit in about 30 minutes on a 2-core CPU; --full runs larger sizes (much longer),
+# Default sizes fit in about 30 minutes on a 2-core CPU, and the census about 10 more; --full runs larger sizes (much longer),
 # --smoke the test sizes (a minute). --only a1,b3 runs a subset; --no-build reuses the build directory;
 # --no-null skips the null controls.
 # Usage: scripts/reproduce.sh [--full | --smoke] [--only NAMES] [--no-build] [--no-null] [--jobs N] [--build-dir build]
