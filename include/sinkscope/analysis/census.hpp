@@ -101,14 +101,15 @@ struct CensusExperimentRun {
 inline nlohmann::json census_rules(const std::string& size, const std::vector<CensusExperimentRun>& runs) {
     if (size == "none") return kCensusRulesNotRun;
     nlohmann::json experiments = nlohmann::json::array(), outcomes = nlohmann::json::object();
+    const nlohmann::json this_rule_set = rule_set_identity();  // hashes the whole table: once, not per experiment
     for (const auto& run : runs) {
         nlohmann::json verdicts = nlohmann::json::array();
         if (run.meta.is_object() && run.meta.contains("verdict"))
             verdicts = run.meta["verdict"].is_array() ? run.meta["verdict"] : nlohmann::json::array({run.meta["verdict"]});
         const bool ok = run.exit_status == 0 && run.signal == 0;
-        if (ok && run.meta.is_object() && run.meta.contains("rule_set") && run.meta["rule_set"] != rule_set_identity())
+        if (ok && run.meta.is_object() && run.meta.contains("rule_set") && run.meta["rule_set"] != this_rule_set)
             throw Error("census: experiment " + run.experiment + " decided its verdicts by rule set " + run.meta["rule_set"].dump() +
-                            ", this sinkscope by " + rule_set_identity().dump() + ": use the experiments of the same build (--experiments)",
+                            ", this sinkscope by " + this_rule_set.dump() + ": use the experiments of the same build (--experiments)",
                         {run.output, "", {}});
         for (const auto& id : claim_rule_ids(run.experiment)) {
             std::string outcome = ok ? "no verdict written" : "error";
