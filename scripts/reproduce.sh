@@ -11,7 +11,9 @@
 #      with the mechanism off, random weights; out/calibration/)
 #   6. a census of the scale sweep's trained models and a random-weight null of each layout: statistics and
 #      every claim rule that measures a given model, sharded over --jobs tasks and merged (out/census/)
-#   7. make the figures and the report (scripts/make_report.py, matplotlib in .venv): the verdicts are
+#   7. `sinkscope view` of the bundled model on one text: every head's pattern, alpha0, residual norms and the
+#      logit lens in one self-contained page (out/view/index.html, linked from the report)
+#   8. make the figures and the report (scripts/make_report.py, matplotlib in .venv): the verdicts are
 #      the experiments' own (meta.json), with their intervals, thresholds and null controls
 # Default sizes fit in about 30 minutes on a 2-core CPU, and the census about 10 more; --full runs larger sizes (much longer),
 # --smoke the test sizes (a minute). --only a1,b3 runs a subset; --no-build reuses the build directory;
@@ -194,6 +196,13 @@ if [[ " ${experiments[*]} " == *" a4_scale_sweep "* ]]; then
   s=$(date +%s)
   census_of_sweep || { echo "reproduce: the census failed (see out/census/logs/)" >&2; failed+=("census"); }
   echo "   census: $(($(date +%s) - s)) s"
+fi
+
+echo "== [view] every head of the bundled model on one text (sinkscope view): out/view/, linked from the report"
+if ! "$bdir"/tools/sinkscope view models/SmolLM2-135M-Instruct.Q4_1.gguf --text "$(head -c 600 data/sample.txt)" \
+     --out out/view > out/view.log 2>&1; then
+  echo "reproduce: sinkscope view failed (see out/view.log)" >&2
+  failed+=("view")
 fi
 
 echo "== [report] figures and report/index.html"

@@ -4,7 +4,8 @@
 # installed-consumer check and sinkscope-train's smoke and resume runs (its target is not built here: the
 # Trainer's code runs under the sanitizers through the [train] tests; the tool's runs passed under them once, 2026-12-02)
 # and the docs check (it checks the pages, and the CLI paths its blocks run are the cli, census and
-# cli_lens_dla tests' here; under ASan it took 318 s of a 2-core machine, a seventh of this stage).
+# cli_lens_dla tests' here; under ASan it took 318 s of a 2-core machine, a seventh of this stage), and the
+# browser test of `sinkscope view`'s page (the page's numbers are checked here by cli_view).
 # -g1 (line tables only): the sanitizers' reports keep file:line, and the build takes about a third less
 # time than with -g (measured on tests/model/test_batch.cpp: 73 s instead of 118 s of CPU).
 # -DSINKSCOPE_WERROR=ON: a compiler warning in the project's own code fails here (portable flags, so the
@@ -22,4 +23,4 @@ CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDe
 cmake --build build-asan -j"$(nproc)" --target sinkscope_tests sinkscope_cli
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir build-asan --output-on-failure -j1 -E "consumer_find_package|train_smoke|train_resume|^docs$"
+ctest --test-dir build-asan --output-on-failure -j1 -E "consumer_find_package|train_smoke|train_resume|^docs$|^view_browser$"

@@ -22,6 +22,11 @@
 //                                                FFN (each expert), the biases, with the norms frozen; each
 //                                                head split by source position (DIR/*.npy + DIR/summary.json)
 //                                                TOKEN: a token id, or a text that is one token
+//   sinkscope view MODEL (--text T | --tokens 1,2,3) [--top-channels 4] --out DIR
+//                                                one self-contained HTML page, DIR/index.html: α₀ per (layer,
+//                                                head), each head's pattern with token hover, residual norms
+//                                                and their largest channels, the logit lens; the numbers also
+//                                                as DIR/*.npy + DIR/summary.json (analysis/head_view.hpp)
 //   sinkscope stats MODEL (--text-file F | --text T | --tokens-file F) [--seq-len 64] [--samples 0] [--eps 0.3]
 //                   [--bos auto|on|off] [--shard I/N] [--json F] [--batch 8] [--weights auto|float32|file|bf16] [--compute exact|int8|bf16]
 //                                                per-layer massive-activation and sink summary; with
@@ -64,6 +69,8 @@
 #include <sinkscope/analysis/bos.hpp>
 #include <sinkscope/analysis/logit_attribution.hpp>
 #include <sinkscope/analysis/logit_lens.hpp>
+#include <sinkscope/analysis/head_view.hpp>
+#include <sinkscope/analysis/head_view_html.hpp>
 #include <sinkscope/analysis/rule_table.hpp>
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/summary.hpp>
@@ -269,9 +276,21 @@ std::int32_t token_arg(const model::LoadedModel<float>& m, const std::string& wh
     return ids[0];
 }
 
-// The decoded text of a token, or "" where the model has no usable tokenizer.
+// The decoded text of a token, or "" where the model has no usable tokenizer. Building a tokenizer reads
+// the whole vocabulary (about 0.1 s for SmolLM2's 49,152 tokens), so the tokenizer of the last model asked
+// about is kept, keyed by the model's address (each command loads one model and keeps it to the end):
+// `view` decodes hundreds of tokens, and rebuilding it for each took 27 s for one page.
 std::string token_text(const model::LoadedModel<float>& m, std::int32_t id) {
-    try { return analysis::tokenizer_for(m).decode({id}); }
+    static const model::LoadedModel<float>* cached_for = nullptr;
+    static std::optional<tokenizer::Tokenizer> tok;
+    if (cached_for != &m) {
+        tok.reset();
+        try { tok.emplace(analysis::tokenizer_for(m)); }
+        catch (const Error&) {}
+        cached_for = &m;
+    }
+    if (!tok) return "";
+    try { return tok->decode({id}); }
     catch (const Error&) { return ""; }
 }
 
@@ -290,6 +309,56 @@ nlohmann::json run_meta(const std::string& path, const model::LoadedModel<float>
     nlohmann::json meta{{"sinkscope_version", version()}, {"model", path}, {"format", m.format}, {"tokens", ids},
                         {"config", train::config_to_json(m.config)}};
     return meta;
+}
+
+// The page's pattern bytes grow as L·H·P²/2: beyond this a browser struggles (30 × 9 heads at 512
+// positions would be 35 MB); a longer text is an error that says so.
+constexpr std::int64_t kViewMaxPatternBytes = 24LL << 20;
+
+int cmd_view(const std::string& path, const std::string& text, const std::string& tokens, analysis::BosMode bos_mode,
+             std::int64_t top_channels, const std::string& out) {
+    make_out_dir("view", out);
+    const auto m = load_checked(path);  // float32: the lens reads the output head densely
+    analysis::BosChoice bos;
+    const auto ids = input_tokens(m, text, tokens, bos_mode, bos);
+    const std::int64_t P = std::int64_t(ids.size()) + (m.config.attention == model::AttentionKind::sink_token ? 1 : 0);
+    const std::int64_t bytes = m.config.n_layers * m.config.n_heads * P * (P + 1) / 2;
+    require(bytes <= kViewMaxPatternBytes,
+            "view: " + std::to_string(ids.size()) + " tokens give " + std::to_string(bytes >> 20) + " MiB of attention "
+            "patterns for " + std::to_string(m.config.n_layers) + " layers x " + std::to_string(m.config.n_heads) +
+            " heads, more than the page's " + std::to_string(kViewMaxPatternBytes >> 20) + " MiB: give a shorter text");
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto v = analysis::head_view(m.config, m.weights, ids, {top_channels, 3});
+    create_out_dir("view", out);
+    nlohmann::json meta = run_meta(path, m, ids);
+    meta["bos"] = bos.to_json();
+    meta["forward_seconds"] = seconds_since(t0);
+    const std::string page = analysis::head_view_html(v, [&](std::int32_t id) { return token_text(m, id); }, ids,
+                                                      {{"model", fs::path(path).filename().string()}, {"tokens", ids.size()}});
+    {
+        std::ofstream f(out + "/index.html", std::ios::binary);
+        f << page;
+        if (!f) throw Error("view: cannot write", {out + "/index.html", "", {}});
+    }
+    const std::size_t L = std::size_t(v.layers), H = std::size_t(v.heads), Pu = std::size_t(v.positions),
+                      R = v.points.size(), K = std::size_t(v.top_channels);
+    const std::vector<float> alpha0(v.alpha0.begin(), v.alpha0.end());  // float32 .npy; the doubles in summary.json
+    io::write_npy(out + "/alpha0.npy", alpha0.data(), {L, H});
+    io::write_npy(out + "/pattern.npy", v.pattern.data(), {L, H, Pu, Pu});
+    io::write_npy(out + "/resid_norm.npy", v.resid_norm.data(), {R, Pu});
+    io::write_npy(out + "/top_channel.npy", v.top_channel.data(), {R, Pu, K});
+    io::write_npy(out + "/top_value.npy", v.top_value.data(), {R, Pu, K});
+    meta["points"] = v.points;
+    meta["sink_slots"] = v.sink_slots;
+    meta["alpha0"] = v.alpha0;
+    meta["files"] = {"index.html", "alpha0.npy", "pattern.npy", "resid_norm.npy", "top_channel.npy", "top_value.npy"};
+    meta["page_bytes"] = page.size();
+    write_json(out + "/summary.json", meta);
+    std::int64_t sinks = 0;
+    for (const double a : v.alpha0) sinks += measures::is_sink(a);
+    std::cout << "view: " << out << "/index.html (" << page.size() / 1024 << " KiB; " << v.layers << " layers x " << v.heads
+              << " heads, " << v.positions << " positions, " << sinks << " sink heads with alpha0 > " << measures::kSinkEps << ")\n";
+    return 0;
 }
 
 int cmd_lens(const std::string& path, const std::string& text, const std::string& tokens, analysis::BosMode bos_mode, const std::string& target,
@@ -688,6 +757,15 @@ int main(int argc, char** argv) {
     dla->add_option("--position", position, "the position among the tokens (-1: the last)")->capture_default_str();
     dla->add_option("--out", out, "output directory")->required();
 
+    std::int64_t top_channels = 4;
+    auto* view = app.add_subcommand("view", "one self-contained HTML page of every head's attention, the residual norms and the logit lens");
+    view->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
+    auto* view_text = view->add_option("--text", text, "input text (tokenized with the model's tokenizer)");
+    view->add_option("--tokens", tokens, "input token ids, comma-separated")->excludes(view_text);
+    add_bos_option(view, bos, &no_bos, "BOS first");
+    view->add_option("--top-channels", top_channels, "largest channels shown per position")->check(CLI::Range(1, 64))->capture_default_str();
+    view->add_option("--out", out, "output directory (index.html and the numbers as .npy)")->required();
+
     std::vector<std::string> shard_files;
     auto* merge = app.add_subcommand("merge", "merge the --json files of `stats --shard I/N` runs into the whole run's");
     merge->add_option("FILES", shard_files, "one --json file per shard, all N of them")->required();
@@ -780,10 +858,12 @@ int main(int argc, char** argv) {
                              json_out, batch,
                              load_options(weights, compute));
         }
-        if (*lens || *dla) {
-            if (text.empty() && tokens.empty()) throw Error(std::string(*lens ? "lens" : "dla") + ": give --text or --tokens");
+        if (*lens || *dla || *view) {
+            if (text.empty() && tokens.empty())
+                throw Error(std::string(*lens ? "lens" : *view ? "view" : "dla") + ": give --text or --tokens");
             const analysis::BosMode bos_mode = no_bos ? analysis::BosMode::off : analysis::parse_bos_mode(bos);
             if (*lens) return cmd_lens(model_path, text, tokens, bos_mode, target, top, out);
+            if (*view) return cmd_view(model_path, text, tokens, bos_mode, top_channels, out);
             return cmd_dla(model_path, text, tokens, bos_mode, target, contrast, position, out);
         }
         if (*merge) return cmd_merge(shard_files, json_out);
