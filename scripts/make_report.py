@@ -17,6 +17,7 @@ import html
 import json
 import math
 import os
+import shutil
 import sys
 
 import matplotlib
@@ -680,6 +681,8 @@ def write_html(report, rows, metas, out, null_rows=()):
     html_out.append(null_html(null_rows))
     html_out.append(null_rates_html(out))
     html_out.append(calibration_html(out))
+    html_out.append(census_html(out, report))
+    html_out.append(view_html(out, report))
     html_out.append("<h2>Runs</h2><table class='inner'><tr><th>experiment</th><th>command</th><th>seconds</th><th>configuration</th></tr>")
     for m in metas:
         html_out.append(f"<tr><td>{m['experiment']}</td><td><code>{html.escape(m['command'])}</code></td>"
@@ -687,6 +690,64 @@ def write_html(report, rows, metas, out, null_rows=()):
     html_out.append("</table></body></html>")
     with open(os.path.join(report, "index.html"), "w") as f:
         f.write("\n".join(html_out))
+
+
+def census_html(out, report):
+    """The census of the scale sweep's models (out/census/, scripts/reproduce.sh): per claim rule, how many
+    trained checkpoints and how many random-weight nulls of the same layouts got each outcome, and the census's
+    figures (scripts/census_figures.py). A rule that says "reproduced" on a null is a false positive."""
+    path = os.path.join(out, "census", "table.json")
+    if not os.path.exists(path):
+        return ""
+    table = json.load(open(path))
+    models = table.get("models", [])
+    groups = {"trained": [m for m in models if ".null." not in os.path.basename(m["checkpoint"])],
+              "null": [m for m in models if ".null." in os.path.basename(m["checkpoint"])]}
+    rules = sorted({r for m in models if isinstance(m.get("rules"), dict) for r in m["rules"]})
+    parts = [f"<h2>Census of the scale sweep's models</h2><p>{len(groups['trained'])} trained checkpoints (sizes x seeds) "
+             f"and {len(groups['null'])} random-weight nulls of their layouts, every claim rule that measures a given model "
+             f"(<code>sinkscope census --rules {html.escape(str(table.get('settings', {}).get('rules', '?')))}</code>; rule set "
+             f"<code>{html.escape(str(table.get('rule_set', {}).get('hash', '?'))[:12])}</code>). Counts of outcomes; "
+             "'reproduced' on a null is a false positive.</p>"]
+    if table.get("failed"):
+        parts.append("<p>Checkpoints that failed: " + ", ".join(html.escape(f["checkpoint"]) for f in table["failed"]) + ".</p>")
+    if rules:
+        parts.append("<table class='inner'><tr><th>rule</th><th>trained checkpoints</th><th>nulls</th></tr>")
+        for r in rules:
+            cells = []
+            for g in ("trained", "null"):
+                counts = {}
+                for m in groups[g]:
+                    o = m["rules"].get(r, "not run") if isinstance(m.get("rules"), dict) else str(m.get("rules"))
+                    counts[o] = counts.get(o, 0) + 1
+                cells.append(", ".join(f"{html.escape(o)} {n}" for o, n in sorted(counts.items())) or "-")
+            parts.append(f"<tr><td>{html.escape(r)}</td><td>{cells[0]}</td><td>{cells[1]}</td></tr>")
+        parts.append("</table>")
+    figures = os.path.join(out, "census", "figures")
+    if os.path.isdir(figures):
+        os.makedirs(os.path.join(report, "census"), exist_ok=True)
+        for name in ("census_sink_rate.png", "census_massive.png", "census_outcomes.png"):
+            if os.path.exists(os.path.join(figures, name)):
+                shutil.copyfile(os.path.join(figures, name), os.path.join(report, "census", name))
+                parts.append(f"<img src='census/{name}'>")
+    return "".join(parts)
+
+
+def view_html(out, report):
+    """A link to `sinkscope view`'s page of the bundled model (out/view/, copied to report/view/): every head's
+    pattern, alpha0 per (layer, head), the residual norms and the logit lens of one text."""
+    page = os.path.join(out, "view", "index.html")
+    if not os.path.exists(page):
+        return ""
+    os.makedirs(os.path.join(report, "view"), exist_ok=True)
+    shutil.copyfile(page, os.path.join(report, "view", "index.html"))
+    summary = json.load(open(os.path.join(out, "view", "summary.json")))
+    alpha = summary.get("alpha0", [])
+    sinks = sum(a > 0.3 for a in alpha)
+    return (f"<h2>Every head of the bundled model, one text</h2><p><a href='view/index.html'>view/index.html</a>: "
+            f"{html.escape(os.path.basename(summary.get('model', '')))}, {len(summary.get('tokens', []))} tokens; "
+            f"{sinks} of {len(alpha)} heads have alpha0 &gt; 0.3. Hover a token to see where the chosen head sends its "
+            f"attention (<code>sinkscope view</code>, a self-contained page).</p>")
 
 
 def rule_set_hashes(metas):
