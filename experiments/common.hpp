@@ -334,10 +334,23 @@ inline const model::Mat<float>& dense_map(const model::Mat<float>& W, const mode
 // Layer l's SwiGLU weights for the quadratic-form theory (theory/quadratic_ffn.hpp), dense whatever the
 // storage: file-type maps are dequantized and held here (a 7B layer: 3 × 18944 × 3584 floats, 0.8 GB).
 struct LayerSwiGlu {
+    // The layer, after checking that it has a gate: an ungated FFN (GELU, ReLU) has no quadratic form
+    // h̃ᵀU_kh̃ of this kind, and the experiments that read one say so instead of naming an empty matrix.
+    static const model::LayerWeights<float>& gated(const model::Weights<float>& w, std::int64_t l) {
+        require(l >= 0 && l < std::int64_t(w.layers.size()), "layer " + std::to_string(l) + " is outside the model's " +
+                                                                 std::to_string(w.layers.size()) + " layers");
+        const auto& L = w.layers[std::size_t(l)];
+        require(L.experts.empty(), "layer " + std::to_string(l) + "'s FFN is a mixture of experts: this measurement reads "
+                                   "one dense gated FFN (theory/quadratic_ffn.hpp)");
+        require(L.w_gate.size() > 0 || !L.w_gate_file.empty(),
+                "layer " + std::to_string(l) + "'s FFN has no gate (W_gate): this measurement needs a gated FFN (SwiGLU or "
+                "GeGLU, theory/quadratic_ffn.hpp), and this model's is ungated (e.g. GELU)");
+        return L;
+    }
     model::Mat<float> gate_buffer, up_buffer, down_buffer;  // empty for dense weights
     theory::SwiGluWeights<float> ffn;                       // references the weights or the buffers above
     LayerSwiGlu(const model::Weights<float>& w, std::int64_t l)
-        : ffn(dense_map(w.layers[std::size_t(l)].w_gate, w.layers[std::size_t(l)].w_gate_file, gate_buffer),
+        : ffn(dense_map(gated(w, l).w_gate, w.layers[std::size_t(l)].w_gate_file, gate_buffer),
               dense_map(w.layers[std::size_t(l)].w_up, w.layers[std::size_t(l)].w_up_file, up_buffer),
               dense_map(w.layers[std::size_t(l)].w_down, w.layers[std::size_t(l)].w_down_file, down_buffer)) {}
 };
