@@ -33,6 +33,7 @@ where known. A hook that raises stops the forward; its exception propagates unch
 from __future__ import annotations
 
 import json
+import os
 from typing import Callable, Iterable, Optional, Sequence, Union
 
 import numpy as np
@@ -298,6 +299,18 @@ class Model:
             raise Error("sinkscope: dla runs one sequence (1-D ids)")
         c = -1 if contrast is None else self._token(contrast, "contrast")
         return self._m.dla([int(i) for i in a2[0]], self._token(target, "target"), c, int(position))
+
+    def head_view(self, ids, top_channels: int = 4, html=None) -> dict:
+        """What `sinkscope view` shows, for one sequence: every head's pattern (n_layers, n_heads, pos, pos)
+        float32; alpha0 (n_layers, n_heads) float64, the attention position 0 receives averaged over the
+        queries; resid_norm (n_layers + 1, pos) float32, the residual stream's norm at each logit-lens read-out
+        point (points: their hook names); top_channel (int32) and top_value (float32), (n_layers + 1, pos,
+        top_channels), the largest |x| channels; sink_slots (1 where position 0 is a sink token's slot). With
+        html (a path), also writes the self-contained page there."""
+        a2, batched, _ = self._ids(ids, None)
+        if batched:
+            raise Error("sinkscope: head_view runs one sequence (1-D ids)")
+        return self._m.head_view([int(i) for i in a2[0]], int(top_channels), "" if html is None else os.fspath(html))
 
     # ---- the forward pass ----
     def _ids(self, ids, lengths):

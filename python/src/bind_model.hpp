@@ -29,6 +29,10 @@
 
 #include <sinkscope/analysis/bos.hpp>
 #include <sinkscope/analysis/logit_attribution.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sinkscope/analysis/head_view.hpp>
+#include <sinkscope/analysis/head_view_html.hpp>
 #include <sinkscope/analysis/logit_lens.hpp>
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/text.hpp>
@@ -233,6 +237,38 @@ public:
         return d;
     }
 
+    // analysis/head_view.hpp of one sequence: a dict named as HeadView's fields; with `html` set, also the
+    // page of `sinkscope view` (analysis/head_view_html.hpp) written there.
+    nb::dict head_view(const std::vector<std::int32_t>& ids, std::int64_t top_channels, const std::string& html) const {
+        analysis::HeadView v;
+        std::string page;
+        {
+            nb::gil_scoped_release release;
+            v = analysis::head_view(m_.config, m_.weights, ids, {top_channels, 3});
+            if (!html.empty()) {
+                std::optional<tokenizer::Tokenizer> tok;
+                try { tok.emplace(analysis::tokenizer_for(m_)); }
+                catch (const Error&) {}  // no tokenizer: the page shows token ids
+                page = analysis::head_view_html(
+                    v, [&](std::int32_t id) { return tok ? tok->decode({id}) : std::to_string(id); }, ids,
+                    {{"model", std::filesystem::path(m_.path).filename().string()}, {"tokens", ids.size()}});
+                std::ofstream f(html, std::ios::binary);
+                f << page;
+                require(bool(f), "head_view: cannot write the page", {html, "", {}});
+            }
+        }
+        const std::int64_t L = v.layers, H = v.heads, P = v.positions, R = std::int64_t(v.points.size()), K = v.top_channels;
+        nb::dict d;
+        d["points"] = nb::cast(v.points);
+        d["sink_slots"] = v.sink_slots;
+        d["pattern"] = owned(std::move(v.pattern), {L, H, P, P});
+        d["alpha0"] = owned(std::move(v.alpha0), {L, H});
+        d["resid_norm"] = owned(std::move(v.resid_norm), {R, P});
+        d["top_channel"] = owned(std::move(v.top_channel), {R, P, K});
+        d["top_value"] = owned(std::move(v.top_value), {R, P, K});
+        return d;
+    }
+
     // Direct logit attribution (analysis/logit_attribution.hpp) of one sequence: a dict named as
     // LogitAttribution's fields, float64; by_source as (L, H, S).
     nb::dict dla(const std::vector<std::int32_t>& ids, std::int32_t target, std::int32_t contrast, std::int64_t position) const {
@@ -326,6 +362,7 @@ inline void bind_model(nb::module_& m) {
         .def("ffn_weights", &Model::ffn_weights)
         .def("logit_lens", &Model::logit_lens)
         .def("dla", &Model::dla)
+        .def("head_view", &Model::head_view)
         .def_prop_ro("path", [](const Model& self) { return self.loaded().path; })
         .def_prop_ro("format", [](const Model& self) { return self.loaded().format; })
         .def_prop_ro("file_type_weights", [](const Model& self) { return self.loaded().weights.file_type(); });
