@@ -185,9 +185,12 @@ random.seed(0)
 for _ in range(64):
     print(bos, *random.choices(range(bos), k=T - 1))
 PY
-  echo "   $(wc -l < "$list") checkpoints, $jobs shard(s) (logs: $dir/logs/)"
-  seq 0 $((jobs - 1)) | xargs -P "$jobs" -I{} sh -c '"$1" census --list "$2" --out "$3" --tokens-file "$3/ids.txt" --seq-len 64 \
-      --rules "$5" --shard {}/"$4" > "$3/logs/shard_{}.log" 2>&1' census "$bdir/tools/sinkscope" "$list" "$dir" "$jobs" "$([[ $size == smoke ]] && echo smoke || echo full)" || return 1
+  # The samples are the models' whole context (64 tokens at the default size, 16 at --smoke).
+  local seq_len; seq_len=$(head -1 "$dir/ids.txt" | wc -w)
+  echo "   $(wc -l < "$list") checkpoints, $seq_len-token samples, $jobs shard(s) (logs: $dir/logs/)"
+  seq 0 $((jobs - 1)) | xargs -P "$jobs" -I{} sh -c '"$1" census --list "$2" --out "$3" --tokens-file "$3/ids.txt" --seq-len "$6" \
+      --rules "$5" --shard {}/"$4" > "$3/logs/shard_{}.log" 2>&1' census "$bdir/tools/sinkscope" "$list" "$dir" "$jobs" \
+      "$([[ $size == smoke ]] && echo smoke || echo full)" "$seq_len" || return 1
   "$bdir"/tools/sinkscope census --merge "$dir" > "$dir/table.txt" || return 1
   "$py" scripts/census_figures.py "$dir/table.json" > /dev/null
 }
