@@ -17,10 +17,12 @@ import json
 import math
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
+from npy_stdlib import npy  # noqa: E402
 
 SKIP = 77
 require = os.environ.get("SINKSCOPE_REQUIRE_BROWSER") == "1"
@@ -43,15 +45,6 @@ chromium = shutil.which("chromium") or shutil.which("chromium-browser")
 driver_path = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None)
 if not chromium or not driver_path:
     unavailable("no chromium / chromedriver (Debian: chromium chromium-driver; scripts/setup.sh --browser installs them)")
-
-
-def npy(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<H", raw[8:10])[0]
-    header = raw[10:10 + n].decode()
-    shape = tuple(int(s) for s in header.split("'shape': (")[1].split(")")[0].split(",") if s.strip())
-    data = raw[10 + n:]
-    return shape, struct.unpack("<%df" % (len(data) // 4), data)
 
 
 def main():

@@ -20,17 +20,11 @@ check "heads.npy is (5 layers, 8 heads)" grep -qa "'shape': (5, 8)" "$work/dla/h
 check "by_source.npy is (5, 8, 5 sources)" grep -qa "'shape': (5, 8, 5)" "$work/dla/by_source.npy"
 # The numbers, read without NumPy: the lens's last point ranks the logits as capture's logits do, and the
 # DLA parts sum to the logit difference of capture's logits (no soft cap in this model).
-python3 - "$work" > "$work/numbers.log" 2>&1 <<'PY'
+python3 - "$work" "$(dirname "$0")" > "$work/numbers.log" 2>&1 <<'PY'
 import json, struct, sys
 work = sys.argv[1]
-def npy(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<H", raw[8:10])[0]
-    header = raw[10:10 + n].decode()
-    shape = tuple(int(s) for s in header.split("'shape': (")[1].split(")")[0].split(",") if s.strip())
-    code = "i" if "<i4" in header else "f"
-    data = raw[10 + n:]
-    return shape, struct.unpack("<%d%s" % (len(data) // 4, code), data)
+sys.path.insert(0, sys.argv[2])
+from npy_stdlib import npy
 (T, V), logits = npy(work + "/cap/logits.npy")
 (R, T2, K), top = npy(work + "/lens/top_tokens.npy")
 _, rank = npy(work + "/lens/target_rank.npy")

@@ -21,17 +21,11 @@ hooks=$(seq -s, -f "blocks.%g.attn.hook_pattern" 0 4),blocks.2.hook_resid_pre
 check "capture of the same tokens exits 0" test $? -eq 0
 # α₀ = mean over queries of pattern[t, 0], from capture's patterns, against summary.json and the page's data;
 # the norms and top channel at blocks.2.hook_resid_pre against capture's residual.
-python3 - "$work" > "$work/numbers.log" 2>&1 <<'PY'
+python3 - "$work" "$(dirname "$0")" > "$work/numbers.log" 2>&1 <<'PY'
 import json, math, re, struct, sys
 work = sys.argv[1]
-def npy(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<H", raw[8:10])[0]
-    header = raw[10:10 + n].decode()
-    shape = tuple(int(s) for s in header.split("'shape': (")[1].split(")")[0].split(",") if s.strip())
-    code = "i" if "<i4" in header else "f"
-    data = raw[10 + n:]
-    return shape, struct.unpack("<%d%s" % (len(data) // 4, code), data)
+sys.path.insert(0, sys.argv[2])
+from npy_stdlib import npy
 summary = json.load(open(work + "/view/summary.json"))
 page = open(work + "/view/index.html", encoding="utf-8").read()
 data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S).group(1))
