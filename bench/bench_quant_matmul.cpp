@@ -1,5 +1,5 @@
-// bench_quant_matmul — y = x Wᵀ with W in a GGUF block type (issue 11, item 1): the two paths of
-// layers/quantized_linear.hpp against Eigen's float32 GEMM on the dequantized weight.
+// bench_quant_matmul — y = x Wᵀ with W in a GGUF block type: the paths of layers/quantized_linear.hpp
+// (exact, int8, and bf16 where oneDNN is built in) against Eigen's float32 GEMM on the dequantized weight.
 //
 // Claim under test: computing with 8-bit activations and integer dot products (QuantCompute::int8) is
 // faster than any float32 path on this CPU, while reading W in its file type (no 4-byte copy of W).
@@ -7,7 +7,7 @@
 // prints the ratios.
 //
 // Run:   OMP_NUM_THREADS=2 build/bench/bench_quant_matmul [runs=7] [types=Q4_K,Q8_0,Q6_K,Q4_1]
-// Shapes (T, in, out): (32, 3584, 18944) Qwen2-7B's FFN up projection at 32 tokens, (512, 3584, 3584) its
+// Shapes (T, in, out): (32 and 64, 3584, 18944) Qwen2-7B's FFN up projection at 32 and 64 tokens, (512, 3584, 3584) its
 // attention output at 512 tokens, (512, 576, 1536) SmolLM2-135M's FFN at 512 tokens. Weights are random
 // blocks with finite fp16 scales (as in a random-weight GGUF); the rate does not depend on the values.
 // Prints one JSON line per (shape, type, method): the median and best GFLOP/s (2·T·in·out / wall time) of
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
 #ifdef _OPENMP
     threads = omp_get_max_threads();
 #endif
-    const Shape shapes[] = {{32, 3584, 18944}, {512, 3584, 3584}, {512, 576, 1536}};
+    const Shape shapes[] = {{32, 3584, 18944}, {64, 3584, 18944}, {512, 3584, 3584}, {512, 576, 1536}};
     std::mt19937 rng(1);
     for (const Shape& sh : shapes) {
         std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -157,6 +157,10 @@ int main(int argc, char** argv) {
             report("exact", io::type_name(type).c_str(), s_a, (y - y_ref).cwiseAbs().maxCoeff() / scale);
             const Timing s_b = time_runs(runs, threads, [&] { linear_forward(y, x, Wq, Vec<float>(), QuantCompute::int8); });
             report("int8", io::type_name(type).c_str(), s_b, (y - y_ref).cwiseAbs().maxCoeff() / scale);
+            if (bf16_matmul_available()) {
+                const Timing s_c = time_runs(runs, threads, [&] { linear_forward(y, x, Wq, Vec<float>(), QuantCompute::bf16); });
+                report("bf16", io::type_name(type).c_str(), s_c, (y - y_ref).cwiseAbs().maxCoeff() / scale);
+            }
         }
     }
     return 0;

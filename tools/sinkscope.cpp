@@ -6,8 +6,9 @@
 //                                                each hook as DIR/<name>.npy (float32) + DIR/meta.json;
 //                                                --weights file keeps the linear maps of a GGUF or HF
 //                                                directory in their file types (memory-mapped), --compute
-//                                                their products' arithmetic; --compute bf16: dense and BF16
-//                                                products with bf16 inputs, float32 accumulation (oneDNN);
+//                                                their products' arithmetic; --compute bf16: dense, BF16 and
+//                                                block-typed products with bf16 inputs and weights, float32
+//                                                accumulation (oneDNN);
 //                                                --weights bf16 rounds the maps to BF16 once at load (half
 //                                                the memory; with --compute bf16 the same products, faster);
 //                                                hooks stay float32
@@ -703,7 +704,8 @@ int main(int argc, char** argv) {
     const std::vector<std::string> weight_words{"auto", "file", "float32", "bf16"}, compute_words{"exact", "int8", "bf16"};
     const std::string compute_help = "exact (float32 products; file-type maps as dequantized tiles), int8 (8-bit "
                                      "activations, integer dot products, for block-typed maps) or bf16 (bf16 inputs, "
-                                     "float32 accumulation, for dense float32 and BF16 maps; needs oneDNN)";
+                                     "float32 accumulation, for dense float32, BF16 and block-typed maps, the blocks dequantized to bf16 "
+                                     "tiles; needs oneDNN)";
     info->add_option("--weights", weights, weights_help)->check(CLI::IsMember(weight_words))->capture_default_str();
     info->add_option("--compute", compute, compute_help)->check(CLI::IsMember(compute_words))->capture_default_str();
 

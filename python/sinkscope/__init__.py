@@ -426,8 +426,9 @@ def load(path, weights: str = "auto", compute: str = "exact") -> Model:
     does not fit). weights="file" keeps the
     linear maps of a GGUF (block types, F16, BF16) or a Hugging Face directory (F16, BF16) in their file
     types, memory-mapped (the CLI's --weights file); compute="int8" quantizes activations for block-typed
-    maps (--compute int8); compute="bf16" runs the products of dense float32 maps and of BF16 maps with
-    bf16 inputs and float32 accumulation (--compute bf16; needs oneDNN); weights="bf16" rounds the linear
+    maps (--compute int8); compute="bf16" runs the products of dense float32 maps, BF16 maps and
+    block-typed maps (dequantized to bf16 tiles) with bf16 inputs and float32 accumulation (--compute bf16;
+    needs oneDNN); weights="bf16" rounds the linear
     maps to BF16 once at load (--weights bf16: with compute="bf16" the same products in half the memory,
     without converting weights on every forward). Activations and captures stay float32."""
     return Model(path, weights, compute)

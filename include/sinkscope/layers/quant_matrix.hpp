@@ -15,7 +15,8 @@ namespace sinkscope::model {
 enum class QuantCompute {
     exact,  // dequantized tiles × Eigen float32 GEMM: the dense result up to summation order
     int8,   // 8-bit activations, integer dot products (types without an int8 kernel use exact)
-    bf16,   // BF16 weights read in place, activations rounded to bf16, float32 sums (oneDNN; other types use exact)
+    bf16,   // bf16 activations and weights (BF16 read in place, block types dequantized to bf16 tiles), float32 sums
+            // (oneDNN); F32 and F16 weights use exact
 };
 
 inline const char* to_string(QuantCompute c) {

@@ -30,10 +30,18 @@
 //          rounding), i.e. about 2^-8 of Σ_j |W_ij| max_b|x| per block; tests/model/test_quantized_linear.cpp
 //          pins that bound and the measured error.
 //
-//   bf16   A BF16 weight (a Hugging Face checkpoint's usual type) multiplied as it is stored: x is rounded to
-//          bf16 and oneDNN sums in float32 (layers/bf16_matmul.hpp, AMX or AVX512-BF16), bit for bit what
-//          Weights::precision = bf16 computes on the same weights loaded dense. Other types take the exact
-//          path (an F16 or block-typed weight would lose bits if rounded to bf16).
+//   bf16   Activations and weights in bfloat16, products summed in float32 by oneDNN (layers/bf16_matmul.hpp:
+//          AMX tiles or AVX512-BF16 where the CPU has them). x is rounded to bf16 once per product.
+//          A BF16 weight (a Hugging Face checkpoint's usual type) is multiplied as it is stored, bit for bit
+//          what Weights::precision = bf16 computes on the same weights loaded dense. A block-typed weight
+//          (Q4_K, Q6_K, Q8_0, …) is dequantized in tiles of kBf16TileRows rows straight to bf16 (the
+//          int8 unpackers' u, g, c below; each value the bf16 rounding of io::dequantize's float) and each
+//          tile multiplied on the bf16 units; OpenMP over tiles. Error: both operands carry a relative rounding
+//          of at most 2^-8, so |Δy_i| ≤ (2^-7 + 2^-16 + K 2^-24) Σ_j |x_j||W_ij| (bf16_matmul.hpp's bound),
+//          where W is the dequantized matrix. Unlike int8, the activation's error is relative to each
+//          value itself, not to the largest value of its block of 32: a massive channel does not coarsen
+//          its neighbours. F32 and F16 weights take the exact path (rounding them to bf16 would lose bits
+//          the file has; a block type's values are already coarser than its dequantized float).
 //
 // The block layouts are io/dequantize.hpp's (its comment has the table); the unpackers below read them
 // into (u, g, c) with its helpers (f16_at, load_qh, scale_min_k4) rather than into floats.
@@ -81,6 +89,14 @@ inline bool int8_kernel_available(io::GgmlType t) noexcept {
 
 /// Rows of W dequantized at a time by the exact path (per thread: 128 × in floats).
 inline constexpr std::int64_t kExactTileRows = 128;
+/// Rows of W dequantized to bf16 at a time by the bf16 path (per thread: 256 × in bf16 values).
+inline constexpr std::int64_t kBf16TileRows = 256;
+
+/// True if the bf16 path multiplies a weight of type t on the bf16 units (block types are dequantized to
+/// bf16 tiles, BF16 is read in place); F32 and F16 take the exact path.
+inline bool bf16_compute_applies(io::GgmlType t) noexcept {
+    return t == io::GgmlType::BF16 || int8_kernel_available(t);
+}
 
 namespace detail {
 
@@ -502,6 +518,89 @@ inline void linear_forward_exact(Mat<float>& y, const Mat<float>& x, const Quant
     if (b.size()) y.rowwise() += b.transpose();
 }
 
+// ---- bf16 path: rows of W dequantized straight to bf16 -----------------------------------------------
+// Each group's values are w_j = fma(g, u_j, c) from the int8 unpackers' (u, g, c), one rounding of the
+// exact g u_j + c. That real number is ggml's value before its own single rounding (g = d·sc and c are
+// exact products of an fp16 and a small integer, and ggml's d·q or d₁·q − m₁ has an exact product), so the
+// float is io::dequantize's bit for bit and its bf16 rounding is to_bf16_bits(io::dequantize(...))
+// (tests/model/test_quantized_linear.cpp checks every type).
+inline void affine_to_bf16(const std::uint8_t* u, float g, float c, int n, std::uint16_t* out) noexcept {
+    int j = 0;
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    const __m512 gv = _mm512_set1_ps(g), cv = _mm512_set1_ps(c);
+    for (; j + 16 <= n; j += 16) {
+        const __m512 v = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u + j))));
+        const __m256bh h = _mm512_cvtneps_pbh(_mm512_fmadd_ps(gv, v, cv));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), reinterpret_cast<const __m256i&>(h));
+    }
+#endif
+    for (; j < n; ++j) out[j] = to_bf16_bits(std::fma(g, static_cast<float>(u[j]), c));
+}
+
+template <class Unpack>
+inline void dequantize_row_bf16(const std::uint8_t* src, std::int64_t K, std::int64_t be, std::int64_t bb, int group,
+                                std::uint16_t* out, Unpack unpack) {
+    alignas(64) std::uint8_t u[256];
+    float g[16], c[16];
+    for (std::int64_t i = 0; i < K / be; ++i) {
+        unpack(src + i * bb, u, g, c);
+        for (std::int64_t k = 0; k < be / group; ++k)
+            affine_to_bf16(u + k * group, g[k], c[k], group, out + i * be + k * group);
+    }
+}
+
+/// Rows [r0, r0 + n) of a block-typed W as bf16 bits, row-major (n × K): the round-to-nearest-even of
+/// io::dequantize's floats.
+inline void dequantize_rows_bf16(const QuantMatrix& W, std::int64_t r0, std::int64_t n, std::uint16_t* out) {
+    const std::int64_t K = W.cols, be = io::block_elements(W.type), bb = io::block_bytes(W.type);
+    const int group = int8_format(W.type).group;
+#define SINKSCOPE_QLINEAR_BF16_ROWS(T, fn)                                                                       \
+    case io::GgmlType::T:                                                                                        \
+        for (std::int64_t r = 0; r < n; ++r)                                                                     \
+            dequantize_row_bf16(W.row(r0 + r), K, be, bb, group, out + r * K,                                    \
+                                [](const std::uint8_t* b, std::uint8_t* u, float* g, float* c) { fn(b, u, g, c); }); \
+        break;
+    switch (W.type) {
+        SINKSCOPE_QLINEAR_BF16_ROWS(Q8_0, unpack_q8_0)
+        SINKSCOPE_QLINEAR_BF16_ROWS(Q4_0, unpack_q4_0)
+        SINKSCOPE_QLINEAR_BF16_ROWS(Q4_1, unpack_q4_1)
+        SINKSCOPE_QLINEAR_BF16_ROWS(Q5_0, unpack_q5_0)
+        SINKSCOPE_QLINEAR_BF16_ROWS(Q5_1, unpack_q5_1)
+        SINKSCOPE_QLINEAR_BF16_ROWS(Q4_K, unpack_q4_k)
+        SINKSCOPE_QLINEAR_BF16_ROWS(Q5_K, unpack_q5_k)
+        SINKSCOPE_QLINEAR_BF16_ROWS(Q6_K, unpack_q6_k)
+        default: throw Error("bf16 linear: no block dequantizer for ggml type " + io::type_name(W.type));
+    }
+#undef SINKSCOPE_QLINEAR_BF16_ROWS
+}
+
+/// The bf16 path for a block type: x rounded to bf16 once; per thread, tiles of kBf16TileRows rows of W
+/// dequantized to bf16 (dequantize_rows_bf16) and multiplied by oneDNN into y's columns.
+inline void linear_forward_bf16_blocks(Mat<float>& y, const Mat<float>& x, const QuantMatrix& W, const Vec<float>& b) {
+    const std::int64_t T = x.rows(), K = W.cols, N = W.rows;
+    Bf16Bits x_bits(static_cast<std::size_t>(T * K));
+    convert_bf16(x_bits.data(), x.data(), T * K);
+    const MatrixRef a{x.data(), T, K, K, 1, x_bits.data()};
+    const std::int64_t n_tiles = (N + kBf16TileRows - 1) / kBf16TileRows;
+#if defined(_OPENMP)
+#pragma omp parallel
+#endif
+    {
+        Bf16Bits tile;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (std::int64_t ti = 0; ti < n_tiles; ++ti) {
+            const std::int64_t r0 = ti * kBf16TileRows, nr = std::min(kBf16TileRows, N - r0);
+            tile.resize(static_cast<std::size_t>(nr * K));
+            dequantize_rows_bf16(W, r0, nr, tile.data());
+            // The tile's rows are Wᵀ's columns: y[:, r0 : r0 + nr] = x̃ · tileᵀ.
+            bf16_matmul_weight_bits(y.data() + r0, y.cols(), a, tile.data(), nr, false);
+        }
+    }
+    if (b.size()) y.rowwise() += b.transpose();
+}
+
 }  // namespace detail
 
 // y = x Wᵀ (+ b).   x (T × in), W (out × in) in its GGUF type, b (out) or empty, y (T × out).
@@ -525,6 +624,8 @@ inline void linear_forward(Mat<float>& y, const Mat<float>& x, const QuantMatrix
         // The file's bf16 bits are Wᵀ column-major for the product; only x is rounded (bf16_matmul.hpp).
         bf16_matmul_weight_bits(y.data(), y.cols(), matrix_ref(x), reinterpret_cast<const std::uint16_t*>(W.data), W.rows, false);
         if (b.size()) y.rowwise() += b.transpose();
+    } else if (compute == QuantCompute::bf16 && bf16_compute_applies(W.type)) {
+        detail::linear_forward_bf16_blocks(y, x, W, b);
     } else {
         detail::linear_forward_exact(y, x, W, b);
     }
