@@ -140,15 +140,20 @@ TEST_CASE("bf16 products are refused in double and without oneDNN; with file-typ
         return;
     }
     CHECK_THROWS_WITH(load_model<double>(path, o), Contains("float models only"));
-    // SmolLM2's maps are Q4_1 (and its embedding): bf16 compute keeps their products exact (a block type
-    // would lose bits if rounded to bf16), so the file-type forward is the same with compute bf16 or exact.
+    // SmolLM2's maps are Q4_1 (and its embedding): with --weights file, bf16 compute dequantizes their
+    // blocks to bf16 tiles (layers/quantized_linear.hpp), so the file-type forward agrees with the exact one
+    // to the dense bf16 forward's tolerance above (2e-2) and is not the exact forward (> 1e-4).
     const std::string smol = test::downloaded_model("SmolLM2-135M-Instruct.Q4_1.gguf");
     if (fs::exists(smol)) {
         const auto bf16 = load_model<float>(smol, load_options_from("file", "bf16"));
         const auto exact = load_model<float>(smol, load_options_from("file", "exact"));
         REQUIRE(bf16.weights.file_type());
         CHECK(bf16.weights.precision == MatmulPrecision::bf16);
-        const auto tokens = some_tokens(bf16.config.vocab_size, 8);
-        CHECK(forward(bf16.config, bf16.weights, tokens) == forward(exact.config, exact.weights, tokens));
+        const auto tokens = some_tokens(bf16.config.vocab_size, 64);
+        const Mat<float> a = forward(bf16.config, bf16.weights, tokens), b = forward(exact.config, exact.weights, tokens);
+        const double err = test::relative_error(a.data(), b.data(), std::size_t(b.size()));
+        if (std::getenv("SINKSCOPE_PRINT_ERRORS")) std::printf("SmolLM2 file-type bf16 logits: %.2e\n", err);
+        CHECK(err <= 2e-2);
+        CHECK(err > 1e-4);
     }
 }
