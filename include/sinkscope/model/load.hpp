@@ -19,7 +19,7 @@
 // needs about 15 GB instead of 30. LoadOptions::precision (T = float) sets Weights::precision:
 // MatmulPrecision::bf16 runs the dense linear products with bf16 inputs and float32 accumulation
 // (layers/bf16_matmul.hpp, oneDNN); QuantCompute::bf16 does the same with BF16 views, reading their bits in
-// place. WeightStorage::bf16 (T = float) reads as float32 and then rounds every dense linear map to BF16 once
+// place, and with block-typed views through tiles dequantized to bf16 (layers/quantized_linear.hpp). WeightStorage::bf16 (T = float) reads as float32 and then rounds every dense linear map to BF16 once
 // (model/bf16_weights.hpp): the same products as MatmulPrecision::bf16, bit for bit, without converting the
 // weights on every call, in half the memory. load_options_problem holds the rules for combining them.
 #pragma once
@@ -74,7 +74,8 @@ inline std::string load_options_problem(const LoadOptions& o, bool float_model) 
 /// tensor converted, or an Error when that does not fit), "file" (linear maps kept in their file types) or
 /// "bf16" (linear maps rounded once to BF16 and held so: model/bf16_weights.hpp); compute
 /// "exact", "int8" (8-bit activations against block-typed maps; dense maps compute exactly) or "bf16" (bf16
-/// inputs, float32 sums: every dense float product and every BF16 map; F16 and block-typed maps exactly).
+/// inputs, float32 sums: every dense float product, every BF16 map and every block-typed map, the blocks
+/// dequantized to bf16 tiles; F16 maps exactly).
 /// An Error saying why for other words or when load_options_problem objects.
 inline LoadOptions load_options_from(const std::string& weights, const std::string& compute) {
     require(weights == "auto" || weights == "float32" || weights == "file" || weights == "bf16",
