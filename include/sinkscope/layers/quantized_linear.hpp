@@ -39,8 +39,9 @@
 //          tile multiplied on the bf16 units; OpenMP over tiles. Error: both operands carry a relative rounding
 //          of at most 2^-8, so |Δy_i| ≤ (2^-7 + 2^-16 + K 2^-24) Σ_j |x_j||W_ij| (bf16_matmul.hpp's bound),
 //          where W is the dequantized matrix. Unlike int8, the activation's error is relative to each
-//          value itself, not to the largest value of its block of 32: a massive channel does not coarsen
-//          its neighbours. F32 and F16 weights take the exact path (rounding them to bf16 would lose bits
+//          value itself, not to the largest value of its block of 32, so within one product a massive
+//          channel does not coarsen its neighbours (through a whole model the two paths differ less there:
+//          bench/run_massive_error.sh). F32 and F16 weights take the exact path (rounding them to bf16 would lose bits
 //          the file has; a block type's values are already coarser than its dequantized float).
 //
 // The block layouts are io/dequantize.hpp's (its comment has the table); the unpackers below read them
