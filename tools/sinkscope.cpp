@@ -84,6 +84,7 @@
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/train/config_io.hpp>
 #include <sinkscope/train/planted.hpp>
+#include <sinkscope/train/planted_p0_circuit.hpp>
 #include <sinkscope/train/planted_sink_keys.hpp>
 #include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
@@ -652,6 +653,24 @@ int cmd_planted_sink_keys(const std::string& out, const std::string& layout, con
     return 0;
 }
 
+// A position-0 circuit in blocks 0-1 (train/planted_p0_circuit.hpp) written as a sinkscope checkpoint; the
+// plan goes into the checkpoint's note and onto stdout as JSON.
+int cmd_planted_p0_circuit(const std::string& out, const std::string& layout, const std::string& like,
+                           const train::PlantedP0Options& o) {
+    model::Config c = layout == "layernorm-gelu" ? train::planted_p0_layernorm_gelu_config() : train::planted_p0_default_config();
+    if (!like.empty()) c = load_checked(like).config;
+    const auto pm = train::planted_p0_circuit_plan(c, o);
+    nlohmann::json note = pm.plan.to_json();
+    note["dose"] = o.dose;
+    note["seed"] = o.seed;
+    note["layout"] = like.empty() ? layout : "like " + like;
+    train::save_model(out, c, pm.weights, {{"planted", note}});
+    std::cerr << "wrote " << out << ": " << c.describe() << (o.redundant_heads ? ", planted" : ", twin (one head carries the copies)")
+              << " position-0 circuit, dose " << o.dose << "\n";
+    std::cout << note.dump(1) << "\n";
+    return 0;
+}
+
 // The pre-registered rule set (analysis/rule_table.hpp): one line per rule, or with --json the set hash
 // and every rule's hash and canonical JSON (tests/experiments/check_rule_set.py reads it).
 int cmd_rules(bool as_json) {
@@ -811,6 +830,20 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"llama", "layernorm-gelu"}))->capture_default_str();
     planted_sink->add_option("--like", like, "take the layout (Config) of this model instead");
 
+    auto* planted_p0 = planted->add_subcommand("p0-circuit", "a position-0 circuit in blocks 0-1 whose heads each carry the "
+                                                             "identification (Paper A's A2), and the twin with one head carrying it");
+    train::PlantedP0Options p0_options;
+    bool p0_twin = false;
+    planted_p0->add_option("--out", out, "output file (.safetensors)")->required();
+    planted_p0->add_flag("--twin", p0_twin, "the twin: only query head 0 writes the copies (same energy), every other weight "
+                         "identical");
+    planted_p0->add_option("--dose", p0_options.dose, "the spike's magnitude in units of the smallest that meets Sun's "
+                           "criterion with margin 2")->check(CLI::Range(0.0, 1e6))->capture_default_str();
+    planted_p0->add_option("--seed", p0_options.seed, "seed of the random background")->capture_default_str();
+    planted_p0->add_option("--layout", layout, "llama (RMSNorm, SwiGLU) or layernorm-gelu (LayerNorm, GELU), both with RoPE")
+        ->check(CLI::IsMember({"llama", "layernorm-gelu"}))->capture_default_str();
+    planted_p0->add_option("--like", like, "take the layout (Config) of this model instead");
+
     bool rules_json = false;
     auto* rules = app.add_subcommand("rules", "the pre-registered verdict rules: each rule's hash and the set's hash");
     rules->add_flag("--json", rules_json, "every rule's canonical JSON and hash, and the set hash");
@@ -831,6 +864,11 @@ int main(int argc, char** argv) {
             if (fs::path(out).extension() != ".safetensors") throw Error("planted sink-keys: --out must end in .safetensors", {out, "", {}});
             sink_options.keys_read_spike = !sink_twin;
             return cmd_planted_sink_keys(out, layout, like, sink_options);
+        }
+        if (*planted_p0) {
+            if (fs::path(out).extension() != ".safetensors") throw Error("planted p0-circuit: --out must end in .safetensors", {out, "", {}});
+            p0_options.redundant_heads = !p0_twin;
+            return cmd_planted_p0_circuit(out, layout, like, p0_options);
         }
         if (*info) return cmd_info(model_path, load_options(weights, compute));
         if (*capture) {

@@ -10,6 +10,8 @@
 #include "sinkscope/train/model_backward.hpp"
 #include "sinkscope/train/optimizer.hpp"
 #include "sinkscope/train/planted.hpp"
+#include "sinkscope/train/planted_p0_circuit.hpp"
+#include "sinkscope/train/planted_sink_keys.hpp"
 #include "sinkscope/train/random.hpp"
 #include "sinkscope/train/run_trainer.hpp"
 #include "sinkscope/train/tape.hpp"

@@ -93,10 +93,12 @@ struct PlantedModel {
 
 namespace detail {
 
-// Error unless the construction supports every switch of c (the message names the switch).
-inline void require_planted_layout(const model::Config& c) {
+// Error unless a planted construction named `what` supports every switch of c (the message names the
+// switch): the layout every construction shares (a norm with one per-token scale, pre placement, an FFN
+// with hidden units, softmax attention, no gate or parallel residual).
+inline void require_planted_switches(const model::Config& c, const std::string& what) {
     using namespace model;
-    auto no = [](const std::string& m) { throw Error("planted_massive: " + m); };
+    auto no = [&what](const std::string& m) { throw Error(what + ": " + m); };
     c.validate();
     if (c.norm != NormKind::rmsnorm && c.norm != NormKind::layernorm)
         no(std::string("norm '") + to_string(c.norm) + "' is not supported (rmsnorm or layernorm): the detector's "
@@ -119,12 +121,19 @@ inline void require_planted_layout(const model::Config& c) {
     if (c.force_sink_channels != 0) no("force_sink_channels is not supported (0)");
     if (c.embed_scale != 1) no("embed_scale is not supported (1)");
     if (c.d_model < 4) no("d_model must be >= 4");
+    if (c.ffn == FfnKind::gelu && c.d_ff < 2) no("a gelu FFN needs d_ff >= 2 (the step-up is a pair of units)");
+}
+
+// Error unless planted_massive supports every switch of c (the message names the switch).
+inline void require_planted_layout(const model::Config& c) {
+    using namespace model;
+    require_planted_switches(c, "planted_massive");
+    auto no = [](const std::string& m) { throw Error("planted_massive: " + m); };
     if (c.positions != PositionKind::learned && c.kv_dim() < c.d_model - 1)
         no("the position-0 detector copies every channel but the marker through layer S's values: n_kv_heads * head_dim = " +
            std::to_string(c.n_kv_heads) + " * " + std::to_string(c.head_dim) + " = " + std::to_string(c.kv_dim()) +
            " must be >= d_model - 1 = " + std::to_string(c.d_model - 1) + " (positions 'rope'/'none'; learned positions "
            "need no detector head)");
-    if (c.ffn == FfnKind::gelu && c.d_ff < 2) no("a gelu FFN needs d_ff >= 2 (the step-up is a pair of units)");
 }
 
 // The per-unit output f(h) of the planted unit(s) reading h = h̃[channel]: SwiGLU silu(βh)·βh; GELU pair
