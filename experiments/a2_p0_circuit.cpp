@@ -3,28 +3,31 @@
 // attention output is unmixed; (ii) amplification: the following MLP(s) turn that into a hidden state of
 // very large ℓ2 norm with a fixed direction (cross-input cosine ≈ 1, separated from other positions in
 // PCA); single-head ablations do not remove it (heads cooperate), ablating the right block does.
-// Measured on natural text without BOS (T = 64): per layer (hook_resid_post) the mean ℓ2 norm of
-// position 0 and of positions ≥ 1; the mean pairwise cosine across inputs of position-0 states against
-// states at the same position t ≥ 1 (averaged over t); the same for the attention output
-// (hook_attn_out); cos(x_l, x_{l+1}) at position 0 against the rest (direction stability); a PCA of
-// pooled states at the layer after the step-up block. Causal knockouts (zero ablation at every
-// position, ≥ 16 samples, each paired with the clean run of the same sample): the whole MLP or attention
-// of each layer 0 … S (S = step-up layer of B1's rule, traced over every sample), every single head of
-// every layer 0 … S, and two random knockouts of the size of one block (H random heads, d_ff random MLP
-// hidden units, from layers 0 … S); effects = position-0 norm after block M = S+1 relative to clean,
-// the other positions' norm there, the next-token loss and the sink rate Sink^0.3_0 over layers > S
-// (the last two not for single heads, which run up to block M only). Verdict: see the rule below
-// (Run::verdict; thresholds in experiments/README.md). Theory (theory/p0_circuit.hpp, P2): per layer, the change of the
-// normalised position-0 direction ‖Norm(x_l) − Norm(x_{l−1})‖ against its linear prediction ‖√d δ⊥/‖x‖‖,
-// the remainder and its sharp bound; and the same change averaged over positions ≥ 1.
+// Measured on natural text without BOS (T = 64), at two stages. The early stage is Paper A's two blocks, 0
+// and 1, read after block E = 2; the massive stage is the step-up block S of B1's rule (traced over every
+// sample), read after block M = S+1. Per layer (hook_resid_post): the mean ℓ2 norm of position 0 and of
+// positions ≥ 1; the mean pairwise cosine across inputs of position-0 states against states at the same
+// position t ≥ 1 (averaged over t); the same for the attention output (hook_attn_out); cos(x_l, x_{l+1})
+// at position 0 against the rest (direction stability); a PCA of pooled states at M. Causal knockouts
+// (zero ablation at every position, ≥ 16 samples, each paired with the clean run of the same sample): the
+// whole MLP or attention of blocks 0, 1, E, 0 … S and M, and every single head of blocks 0, 1 and 0 … S;
+// effects = position-0 norm after blocks E and M relative to clean, the other positions' norm after M, the
+// next-token loss and the sink rate Sink^0.3_0 over layers > S (the last two not for single heads, which
+// run up to block max(E, M) only). Verdicts: rules A2 (early stage) and A2-massive below (thresholds in
+// analysis/rule_table.hpp); each stage's specificity control is the knockout of the same kind as its most
+// effective block knockout, of the block it is read after. Theory (theory/p0_circuit.hpp, P2): per layer,
+// the change of the normalised position-0 direction ‖Norm(x_l) − Norm(x_{l−1})‖ against its linear
+// prediction ‖√d δ⊥/‖x‖‖, the remainder and its sharp bound; and the same change averaged over positions ≥ 1.
 // Command: build/experiments/a2_p0_circuit [--samples 16] [--ablation-samples 16] [--out out/a2_p0_circuit]
-// Writes: layers.csv, pca.npy [points × 3] (pc1, pc2, is_position_0), ablations.csv (norm ratio with its
-// bootstrap interval, other positions' norm ratio, Δ loss with interval, later sink rate), meta.json.
+// Writes: layers.csv, pca.npy [points × 3] (pc1, pc2, is_position_0), ablations.csv (norm ratio after M and
+// after E with their bootstrap intervals, other positions' norm ratio, Δ loss with interval, later sink
+// rate), meta.json.
 // The pairwise estimator and the knockout runs: a2_p0_circuit_knockouts.hpp.
 #include "a2_p0_circuit_knockouts.hpp"
 
 #include <limits>
 #include <map>
+#include <set>
 
 #include <sinkscope/analysis/geometry.hpp>
 #include <sinkscope/analysis/intervals.hpp>
@@ -45,7 +48,7 @@ struct Config {
     std::int64_t seq_len = 64;
     std::int64_t pca_samples = 8;       // samples pooled in the PCA
     double eps = measures::kSinkEps;
-    bool every_layer = true;            // knockouts in every layer 0 … S (smoke: layers {0, 1, S} and heads of S only)
+    bool every_layer = true;            // knockouts in every layer 0 … S (smoke: layers {0, 1, S} only)
 };
 
 // This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
@@ -70,15 +73,18 @@ int main(int argc, char** argv) {
         const auto smp = samples(in, opt, cfg.seq_len, cfg.samples, in.bos.use);
         const std::int64_t N = std::int64_t(smp.size()), T = std::int64_t(smp[0].size());
 
-        const analysis::Rule& R = analysis::rule("A2");
+        const analysis::Rule& R = analysis::rule("A2-massive");  // the massive stage's locator and rule
         run.phase("locate step-up");
         const SpikeTrace tr = trace_spike(in, opt, smp, R.value("step_tau"));  // every sample
         const std::int64_t S = tr.step_up_layer >= 0 ? tr.step_up_layer
                                                      : std::min<std::int64_t>(std::int64_t(R.value("step_up_layer_fallback")), L - 1);
         const std::int64_t M = std::min(S + 1, L - 1);  // the layer after the step-up block
+        // The early stage (Paper A's two blocks, 0 and 1) is read after block E = 2, the first block after it.
+        const std::int64_t E = std::min<std::int64_t>(std::int64_t(analysis::rule("A2").value("stage_last_layer")) + 1, L - 1);
         run.results()["trace"] = trace_json(tr);
         run.results()["step_up_layer"] = S;
         run.results()["measure_layer"] = M;
+        run.results()["early_read_layer"] = E;
 
         run.phase("clean runs");
         // resid[l][s] = (T × d) state after block l; attn[l][s] = attention output of block l.
@@ -143,22 +149,8 @@ int main(int argc, char** argv) {
         }
         run.results()["layers"] = lj;
 
-        // Per-sample statistics at M for the verdict: norms, and the pairwise cross-input cosines
+        // Per-sample statistics at a reading layer for the verdicts: norms, and the pairwise cross-input cosines
         // C0[s][s'] = cos(x_0^s, x_0^s'), Crest[s][s'] = mean over t ≥ 1 of cos(x_t^s, x_t^s').
-        std::vector<double> norm0_clean, norm_rest_clean;
-        Eigen::MatrixXd C0 = Eigen::MatrixXd::Zero(N, N), Crest = Eigen::MatrixXd::Zero(N, N);
-        for (std::int64_t s = 0; s < N; ++s) {
-            norm0_clean.push_back(row(resid[M][s], 0).norm());
-            double nr = 0;
-            for (std::int64_t t = 1; t < T; ++t) nr += row(resid[M][s], t).norm() / double(T - 1);
-            norm_rest_clean.push_back(nr);
-            for (std::int64_t u = s + 1; u < N; ++u) {
-                C0(s, u) = C0(u, s) = analysis::cosine(row(resid[M][s], 0), row(resid[M][u], 0));
-                double cr = 0;
-                for (std::int64_t t = 1; t < T; ++t) cr += analysis::cosine(row(resid[M][s], t), row(resid[M][u], t)) / double(T - 1);
-                Crest(s, u) = Crest(u, s) = cr;
-            }
-        }
         // The mean over pairs of distinct samples is a U-statistic; its bootstrap resamples samples and
         // averages the pairs of the resample that come from two different original samples.
         struct Estimate { double value; analysis::Interval ci; };
@@ -175,9 +167,34 @@ int main(int argc, char** argv) {
             if (N < 2) return {std::numeric_limits<double>::quiet_NaN(), {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()}};
             return {stat(idx), analysis::bootstrap(idx, stat)};
         };
-        const Estimate cos0_M = pairwise(C0), cos_gap_M = pairwise(C0 - Crest);
-        run.results()["measure"] = {{"norm_ratio", analysis::mean_of(norm0_clean) / analysis::mean_of(norm_rest_clean)},
-                                    {"cos_pos0", cos0_M.value}, {"cos_gap", cos_gap_M.value}, {"massive_pos0_samples", massive_p0}};
+        struct StageStats { std::vector<double> norm0, norm_rest; Estimate cos0, cos_gap; };
+        auto stage_stats = [&](std::int64_t layer) {
+            StageStats st;
+            Eigen::MatrixXd C0 = Eigen::MatrixXd::Zero(N, N), Crest = Eigen::MatrixXd::Zero(N, N);
+            for (std::int64_t s = 0; s < N; ++s) {
+                st.norm0.push_back(row(resid[layer][s], 0).norm());
+                double nr = 0;
+                for (std::int64_t t = 1; t < T; ++t) nr += row(resid[layer][s], t).norm() / double(T - 1);
+                st.norm_rest.push_back(nr);
+                for (std::int64_t u = s + 1; u < N; ++u) {
+                    C0(s, u) = C0(u, s) = analysis::cosine(row(resid[layer][s], 0), row(resid[layer][u], 0));
+                    double cr = 0;
+                    for (std::int64_t t = 1; t < T; ++t) cr += analysis::cosine(row(resid[layer][s], t), row(resid[layer][u], t)) / double(T - 1);
+                    Crest(s, u) = Crest(u, s) = cr;
+                }
+            }
+            st.cos0 = pairwise(C0);
+            st.cos_gap = pairwise(C0 - Crest);
+            return st;
+        };
+        const StageStats massive_stage = stage_stats(M), early_stage = stage_stats(E);
+        auto measure_json = [&](const StageStats& st) {
+            return json{{"norm_ratio", analysis::mean_of(st.norm0) / analysis::mean_of(st.norm_rest)},
+                        {"cos_pos0", st.cos0.value}, {"cos_gap", st.cos_gap.value}};
+        };
+        run.results()["measure"] = measure_json(massive_stage);
+        run.results()["measure"]["massive_pos0_samples"] = massive_p0;
+        run.results()["measure_early"] = measure_json(early_stage);
 
         run.phase("PCA");
         {
@@ -196,28 +213,29 @@ int main(int argc, char** argv) {
         attn.clear();
 
         run.phase("knockouts");
-        // Conditions: clean; the whole MLP / attention of every layer 0 … S; every single head of every
-        // layer 0 … S; and two random knockouts of the size of one block, drawn per sample (seeded):
-        // H random heads from layers 0 … S (the size of one attention block) and d_ff random MLP hidden
-        // units (hook_post) from layers 0 … S (the size of one MLP). Each condition runs on the same NA
-        // samples (paired with clean). Effects: position-0 norm after block M, the mean norm of the other
-        // positions there, the next-token loss (block knockouts and controls) and the sink rate of layers > S.
-        const bool has_hidden = c.ffn == model::FfnKind::swiglu || c.ffn == model::FfnKind::gelu;
-        const std::vector<Knockout> conds = knockout_conditions(S, c.n_heads, cfg.every_layer, has_hidden);
+        // Conditions: clean; the whole MLP / attention of the early stage's blocks 0, 1 and its control block E,
+        // of the massive stage's candidates 0 … S and its control block M; every single head of blocks 0, 1
+        // and 0 … S. Each condition runs on the same NA samples (paired with clean). Effects: position-0 norm
+        // after blocks M and E, the mean norm of the other positions after M, the next-token loss (block
+        // knockouts) and the sink rate of layers > S.
+        const std::vector<Knockout> conds = knockout_conditions(S, M, E, c.n_heads, cfg.every_layer);
         const std::int64_t NA = std::min(cfg.ablation_samples, N);
-        const std::vector<Effect> eff = knockout_effects(run, in, smp, conds, NA, S, M, cfg.eps, opt.seed);
+        const std::vector<Effect> eff = knockout_effects(run, in, smp, conds, NA, S, M, E, cfg.eps);
         const Effect& clean = eff[0];
         Csv ab(run.path("ablations.csv"), {"kind", "layer", "head", "norm_pos0", "norm_ratio", "norm_ratio_lo", "norm_ratio_hi",
+                                           "norm_ratio_early", "norm_ratio_early_lo", "norm_ratio_early_hi",
                                            "rest_ratio", "delta_loss", "delta_loss_lo", "delta_loss_hi", "sink_rate_after"});
         json aj = json::array();
         auto nan = std::numeric_limits<double>::quiet_NaN();
         auto jnum = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
-        std::vector<analysis::Interval> ratio_ci(conds.size());
+        std::vector<analysis::Interval> ratio_ci(conds.size()), early_ci(conds.size());
         for (std::size_t k = 0; k < conds.size(); ++k) {
             const auto& cd = conds[k];
             const auto& e = eff[k];
             const double ratio = analysis::mean_of(e.norm0) / analysis::mean_of(clean.norm0);
+            const double early = analysis::mean_of(e.norm0_early) / analysis::mean_of(clean.norm0_early);
             ratio_ci[k] = analysis::bootstrap_ratio(e.norm0, clean.norm0);
+            early_ci[k] = analysis::bootstrap_ratio(e.norm0_early, clean.norm0_early);
             const double rest = cd.kind == "head" ? nan : analysis::mean_of(e.norm_rest) / analysis::mean_of(clean.norm_rest);
             double dl = nan, sink = nan;
             analysis::Interval dl_ci{nan, nan};
@@ -228,10 +246,11 @@ int main(int argc, char** argv) {
                 if (std::all_of(diff.begin(), diff.end(), [](double x) { return std::isfinite(x); })) dl_ci = analysis::bootstrap_mean(diff);
                 sink = analysis::mean_of(e.sink_after);
             }
-            ab.row(cd.kind, cd.layer, cd.head, analysis::mean_of(e.norm0), ratio, ratio_ci[k].lo, ratio_ci[k].hi, rest, dl, dl_ci.lo,
-                   dl_ci.hi, sink);
+            ab.row(cd.kind, cd.layer, cd.head, analysis::mean_of(e.norm0), ratio, ratio_ci[k].lo, ratio_ci[k].hi, early,
+                   early_ci[k].lo, early_ci[k].hi, rest, dl, dl_ci.lo, dl_ci.hi, sink);
             aj.push_back({{"kind", cd.kind}, {"layer", cd.layer}, {"head", cd.head}, {"norm_ratio", jnum(ratio)},
-                          {"norm_ratio_ci", {jnum(ratio_ci[k].lo), jnum(ratio_ci[k].hi)}}, {"rest_ratio", jnum(rest)},
+                          {"norm_ratio_ci", {jnum(ratio_ci[k].lo), jnum(ratio_ci[k].hi)}}, {"norm_ratio_early", jnum(early)},
+                          {"norm_ratio_early_ci", {jnum(early_ci[k].lo), jnum(early_ci[k].hi)}}, {"rest_ratio", jnum(rest)},
                           {"delta_loss", jnum(dl)}, {"delta_loss_ci", {jnum(dl_ci.lo), jnum(dl_ci.hi)}},
                           {"sink_rate_after", jnum(sink)}});
         }
@@ -240,71 +259,109 @@ int main(int argc, char** argv) {
         run.results()["ablation_samples"] = NA;
 
         run.phase("verdict");
-        // The most effective whole block (smallest mean position-0 norm ratio) and single head, and the
-        // size-matched random control of that block's kind.
-        std::size_t best_block = 0, worst_head = 0;
-        for (std::size_t k = 1; k < conds.size(); ++k) {
-            const double r = analysis::mean_of(eff[k].norm0);
-            if ((conds[k].kind == "mlp" || conds[k].kind == "attn") && (!best_block || r < analysis::mean_of(eff[best_block].norm0))) best_block = k;
-            if (conds[k].kind == "head" && (!worst_head || r < analysis::mean_of(eff[worst_head].norm0))) worst_head = k;
-        }
-        std::size_t control = 0;
-        const std::string control_kind = best_block && conds[best_block].kind == "mlp" && has_hidden ? "random_mlp_units" : "random_heads";
-        for (std::size_t k = 1; k < conds.size(); ++k) if (conds[k].kind == control_kind) control = k;
-        analysis::Verdict v("A2",
-            "at the layer M = S+1 after the step-up block S (B1's step rule): (i) mean ||x_0|| / mean ||x_t>=1|| has a bootstrap "
-            "95% interval >= 10; (ii) the mean cross-input cosine of position-0 states has an interval >= 0.95 and exceeds that of "
-            "positions >= 1 by an interval >= 0.2 (bootstrap over samples of the pairwise mean); (iii) the most effective whole-block "
-            "knockout (MLP or attention of a layer <= S, zero at every position) leaves a position-0 norm ratio with interval <= 0.1, "
-            "while a random knockout of the same size (d_ff random MLP units or H random heads from layers <= S) leaves an interval "
-            ">= 0.5; (iv) every single-head knockout of layers <= S leaves >= 0.5 (the smallest ratio's interval). Precondition "
-            "(else not applicable): position 0 carries a massive activation (Sun et al.) after block M in most samples (CP lower "
-            "bound >= 0.5). Thresholds: 10, 0.95, 0.2, 0.1 and 0.5 are the project's earlier A2 rule (conventions; Paper A says "
-            "'very large norm', 'cosine ~ 1', heads cooperate); the block and head minima are selected from many knockouts",
+        // One stage's verdict: the state conditions at its reading layer, then its knockouts read there — the
+        // most effective whole block among `blocks`, the same-kind block of layer `control_layer`, and the most
+        // effective single head among `head_layers`.
+        struct Stage {
+            const char* id;
+            const StageStats& stats;
+            std::int64_t read_layer;
+            std::set<std::int64_t> blocks, head_layers;
+            std::int64_t control_layer;
+            bool early;  // read norm0_early (after E) instead of norm0 (after M)
+        };
+        auto kept = [&](std::size_t k, bool early) {
+            return early ? analysis::mean_of(eff[k].norm0_early) / analysis::mean_of(clean.norm0_early)
+                         : analysis::mean_of(eff[k].norm0) / analysis::mean_of(clean.norm0);
+        };
+        auto who = [&](std::size_t k) {
+            return conds[k].kind + (conds[k].layer >= 0 ? " " + std::to_string(conds[k].layer) : "") +
+                   (conds[k].head >= 0 ? "." + std::to_string(conds[k].head) : "");
+        };
+        auto score = [&](analysis::Verdict& v, const analysis::Rule& rule, const Stage& st, const std::string& where) {
+            v.condition(analysis::bootstrap_condition("position-0 norm / mean norm of positions >= 1 " + where,
+                                                      analysis::mean_of(st.stats.norm0) / analysis::mean_of(st.stats.norm_rest),
+                                                      analysis::bootstrap_ratio(st.stats.norm0, st.stats.norm_rest), N,
+                                                      rule.value("p0_norm_ratio_min")));
+            v.condition(analysis::bootstrap_condition("cross-input cosine of position-0 states " + where, st.stats.cos0.value,
+                                                      st.stats.cos0.ci, N, rule.value("p0_cross_input_cosine_min")));
+            v.condition(analysis::bootstrap_condition("cosine of position 0 minus that of positions >= 1 " + where,
+                                                      st.stats.cos_gap.value, st.stats.cos_gap.ci, N, rule.value("p0_cosine_gap_min")));
+            std::size_t best = 0, control = 0, worst_head = 0;
+            for (std::size_t k = 1; k < conds.size(); ++k) {
+                const auto& cd = conds[k];
+                if ((cd.kind == "mlp" || cd.kind == "attn") && st.blocks.count(cd.layer) && (!best || kept(k, st.early) < kept(best, st.early)))
+                    best = k;
+                if (cd.kind == "head" && st.head_layers.count(cd.layer) && (!worst_head || kept(k, st.early) < kept(worst_head, st.early)))
+                    worst_head = k;
+            }
+            for (std::size_t k = 1; k < conds.size() && best; ++k)
+                if (conds[k].kind == conds[best].kind && conds[k].layer == st.control_layer) control = k;
+            auto knock = [&](const std::string& name, std::size_t k, double t, analysis::Side side) {
+                if (!k) return analysis::exact_condition(name + " (none run)", nan, 0, t, side);
+                return analysis::bootstrap_condition(name + " (" + who(k) + ") " + where, kept(k, st.early),
+                                                     st.early ? early_ci[k] : ratio_ci[k], NA, t, side);
+            };
+            v.condition(knock("position-0 norm kept by the most effective block knockout", best,
+                              rule.value("best_block_knockout_kept_max"), analysis::Side::at_most));
+            v.condition(knock("position-0 norm kept by the same-kind block knockout outside the stage", control,
+                              rule.value("control_block_knockout_kept_min"), analysis::Side::at_least));
+            v.condition(knock("position-0 norm kept by the most effective single-head knockout", worst_head,
+                              rule.value("single_head_knockout_kept_min"), analysis::Side::at_least));
+            v.details() = {{"read_layer", st.read_layer}, {"ablation_samples", NA}, {"control_layer", st.control_layer}};
+            if (best) {
+                const auto& e = eff[best];
+                v.details()["best_block"] = {{"kind", conds[best].kind}, {"layer", conds[best].layer},
+                                             {"rest_ratio", analysis::mean_of(e.norm_rest) / analysis::mean_of(clean.norm_rest)},
+                                             {"delta_loss", analysis::mean_of(e.loss) - analysis::mean_of(clean.loss)}};
+            }
+            if (control) v.details()["control"] = {{"kind", conds[control].kind}, {"layer", conds[control].layer}};
+        };
+
+        // The early stage: blocks 0 and 1 (Paper A's two blocks), read after block E = 2, control block E.
+        const analysis::Rule& RE = analysis::rule("A2");
+        analysis::Verdict ve("A2",
+            "the early stage, blocks 0 and 1 (Paper A: 'the P0 Sink Circuit lives in two blocks'), read after block 2: (i) mean "
+            "||x_0|| / mean ||x_t>=1|| has a bootstrap 95% interval >= 10; (ii) the mean cross-input cosine of position-0 states "
+            "has an interval >= 0.95 and exceeds that of positions >= 1 by an interval >= 0.2; (iii) the most effective whole-block "
+            "knockout of blocks 0-1 (MLP or attention, zero at every position) keeps a position-0 norm with interval <= 0.1, while "
+            "the same-kind knockout of block 2 keeps >= 0.5; (iv) every single-head knockout of blocks 0-1 keeps >= 0.5. "
+            "Precondition (else not applicable): n_layers >= 3. Thresholds: the project's conventions (experiments/README.md)",
+            kRandomInitNull);
+        ve.registered(RE);
+        ve.precondition(analysis::exact_condition("layers: the stage's two blocks and one block after them (n_layers >= 3)",
+                                                  double(L), 1, RE.value("stage_layers_min")));
+        const std::int64_t last = std::int64_t(RE.value("stage_last_layer"));
+        std::set<std::int64_t> early_blocks;
+        for (std::int64_t l = 0; l <= std::min(last, L - 1); ++l) early_blocks.insert(l);
+        score(ve, RE, Stage{"A2", early_stage, E, early_blocks, early_blocks, E, true}, "after block " + std::to_string(E));
+
+        // The massive stage: candidates 0 … S, read after block M = S+1, control block M.
+        analysis::Verdict v("A2-massive",
+            "the massive stage, at the layer M = S+1 after the step-up block S (B1's step rule): (i)-(ii) as A2 at M; (iii) the most "
+            "effective whole-block knockout of layers <= S keeps a position-0 norm with interval <= 0.1 at M, while the same-kind "
+            "knockout of block M keeps >= 0.5; (iv) every single-head knockout of layers <= S keeps >= 0.5. Preconditions (else not "
+            "applicable): position 0 carries a massive activation (Sun et al.) after block M in most samples (CP lower bound >= "
+            "0.5), and a block M = S+1 exists. Thresholds: the project's conventions (experiments/README.md)",
             kRandomInitNull);
         v.registered(R);
         v.precondition(analysis::rate_condition("samples with a massive activation at position 0 after block M", massive_p0, N,
                                                 R.value("massive_p0_share_min")));
-        v.condition(analysis::bootstrap_condition("position-0 norm / mean norm of positions >= 1 after block M",
-                                                  analysis::mean_of(norm0_clean) / analysis::mean_of(norm_rest_clean),
-                                                  analysis::bootstrap_ratio(norm0_clean, norm_rest_clean), N,
-                                                  R.value("p0_norm_ratio_min")));
-        v.condition(analysis::bootstrap_condition("cross-input cosine of position-0 states after block M", cos0_M.value, cos0_M.ci, N,
-                                                  R.value("p0_cross_input_cosine_min")));
-        v.condition(analysis::bootstrap_condition("cosine of position 0 minus that of positions >= 1", cos_gap_M.value, cos_gap_M.ci, N,
-                                                  R.value("p0_cosine_gap_min")));
-        auto knock = [&](const std::string& name, std::size_t k, double t, analysis::Side side) {
-            if (!k) return analysis::exact_condition(name + " (none run)", nan, 0, t, side);
-            const std::string who = conds[k].kind + (conds[k].layer >= 0 ? " " + std::to_string(conds[k].layer) : "") +
-                                    (conds[k].head >= 0 ? "." + std::to_string(conds[k].head) : "");
-            return analysis::bootstrap_condition(name + " (" + who + ")", analysis::mean_of(eff[k].norm0) / analysis::mean_of(clean.norm0),
-                                                 ratio_ci[k], NA, t, side);
-        };
-        v.condition(knock("position-0 norm kept by the most effective block knockout", best_block, R.value("best_block_knockout_kept_max"),
-                          analysis::Side::at_most));
-        v.condition(knock("position-0 norm kept by a random knockout of the same size", control, R.value("random_knockout_kept_min"),
-                          analysis::Side::at_least));
-        v.condition(knock("position-0 norm kept by the most effective single-head knockout", worst_head, R.value("single_head_knockout_kept_min"),
-                          analysis::Side::at_least));
-        v.details() = {{"step_up_layer", S}, {"measure_layer", M}, {"ablation_samples", NA}};
-        if (best_block) {
-            const auto& e = eff[best_block];
-            v.details()["best_block"] = {{"kind", conds[best_block].kind}, {"layer", conds[best_block].layer},
-                                         {"rest_ratio", analysis::mean_of(e.norm_rest) / analysis::mean_of(clean.norm_rest)},
-                                         {"delta_loss", analysis::mean_of(e.loss) - analysis::mean_of(clean.loss)}};
-        }
-        if (control) {
-            const auto& e = eff[control];
-            v.details()["control"] = {{"kind", conds[control].kind},
-                                      {"rest_ratio", analysis::mean_of(e.norm_rest) / analysis::mean_of(clean.norm_rest)},
-                                      {"delta_loss", analysis::mean_of(e.loss) - analysis::mean_of(clean.loss)}};
-        }
+        v.precondition(analysis::exact_condition("layers: a block after the step-up layer S (S + 1 < n_layers)", double(L - 1 - S), 1,
+                                                 R.value("blocks_after_step_up_min")));
+        std::set<std::int64_t> massive_blocks, massive_heads;
+        for (const auto& cd : conds)
+            if (cd.layer >= 0 && cd.layer <= S) (cd.kind == "head" ? massive_heads : massive_blocks).insert(cd.layer);
+        score(v, R, Stage{"A2-massive", massive_stage, M, massive_blocks, massive_heads, M, false}, "after block M");
+        v.details()["step_up_layer"] = S;
+        v.details()["measure_layer"] = M;
         // Sanity check of the first-token shortcut of the head knockouts (P1): ‖x_0‖ after block M from
         // token 0 alone equals the full run's (up to float rounding).
         {
             const double worst = first_token_norm_gap(in, smp, NA, M, clean.norm0);
             v.check("relative difference of ||x_0|| after block M, first token alone vs the full sequence", worst, 1e-3, worst <= 1e-3);
         }
+        run.verdict(ve);
         run.verdict(v);
         run.finish();
     });

@@ -5,6 +5,7 @@
 
 #include <limits>
 #include <map>
+#include <set>
 
 #include <sinkscope/analysis/intervals.hpp>
 #include <sinkscope/analysis/perplexity.hpp>
@@ -15,45 +16,43 @@
 
 namespace sinkscope::experiments::p0_circuit {
 
-// A knockout: "clean", "mlp" / "attn" of a layer, "head" (layer, head), or the size-matched random
-// controls "random_heads" and "random_mlp_units"; its effects, one entry per sample.
+// A knockout: "clean", "mlp" / "attn" of a layer, or "head" (layer, head); its effects, one entry per
+// sample: position 0's norm after block M (the massive stage's reading) and after block E (the early
+// stage's), the other positions' mean norm after M, the loss and the later sink rate.
 struct Knockout { std::string kind; std::int64_t layer, head; };
-struct Effect { std::vector<double> norm0, norm_rest, loss, sink_after; };
+struct Effect { std::vector<double> norm0, norm0_early, norm_rest, loss, sink_after; };
 
-// The knockouts, in this order: clean; the MLP, then the attention, of the block layers (every layer
-// 0 … S, or only 0, 1 and S); the random heads; the random MLP units (models with an MLP hidden layer);
-// every head of the head layers (every layer 0 … S, or only S).
-inline std::vector<Knockout> knockout_conditions(std::int64_t S, std::int64_t n_heads, bool every_layer, bool has_hidden) {
+// The knockouts, in this order: clean; the MLP, then the attention, of the block layers; every head of the
+// head layers. Block layers: the early stage's blocks 0 and 1 and its control block E, the massive stage's
+// candidates 0 … S and its control block M (every_layer = false: 0 … S shrinks to {0, 1, S}). Head layers:
+// 0, 1 and 0 … S (every_layer = false: {0, 1, S}).
+inline std::vector<Knockout> knockout_conditions(std::int64_t S, std::int64_t M, std::int64_t E, std::int64_t n_heads,
+                                                 bool every_layer) {
     std::vector<Knockout> conds{{"clean", -1, -1}};
-    std::vector<std::int64_t> block_layers, head_layers;
+    std::set<std::int64_t> block_layers{0, 1, E, M}, head_layers{0, 1};
     for (std::int64_t l = 0; l <= S; ++l)
-        if (every_layer || l <= 1 || l == S) block_layers.push_back(l);
-    for (std::int64_t l = 0; l <= S; ++l)
-        if (every_layer || l == S) head_layers.push_back(l);
-    for (auto l : block_layers) conds.push_back({"mlp", l, -1});
-    for (auto l : block_layers) conds.push_back({"attn", l, -1});
-    conds.push_back({"random_heads", -1, -1});
-    if (has_hidden) conds.push_back({"random_mlp_units", -1, -1});
+        if (every_layer || l <= 1 || l == S) { block_layers.insert(l); head_layers.insert(l); }
+    for (auto l : block_layers) if (l >= 0 && l <= std::max(M, E)) conds.push_back({"mlp", l, -1});
+    for (auto l : block_layers) if (l >= 0 && l <= std::max(M, E)) conds.push_back({"attn", l, -1});
     for (auto l : head_layers)
-        for (std::int64_t h = 0; h < n_heads; ++h) conds.push_back({"head", l, h});
+        if (l <= std::max(M, E))
+            for (std::int64_t h = 0; h < n_heads; ++h) conds.push_back({"head", l, h});
     return conds;
 }
 
-// Runs every knockout on the first NA samples (zero ablation at every position; the random controls drawn
-// per sample from layers 0 … S, seeded by `seed`). Effects after block M; the loss and the sink rate of
-// the layers after S (alpha0 > eps) for every knockout but single heads.
+// Runs every knockout on the first NA samples (zero ablation at every position). Effects after blocks M
+// and E; the loss and the sink rate of the layers after S (alpha0 > eps) for every knockout but single heads.
 inline std::vector<Effect> knockout_effects(Run& run, const Inputs& in, const std::vector<Tokens>& smp,
                                             const std::vector<Knockout>& conds, std::int64_t NA, std::int64_t S,
-                                            std::int64_t M, double eps, unsigned seed) {
+                                            std::int64_t M, std::int64_t E, double eps) {
     const auto& c = in.m.config;
     const std::int64_t d = c.d_model, L = c.n_layers;
     std::vector<Effect> eff(conds.size());
-    std::mt19937_64 rng(seed * 2654435761ull + 11);
     for (std::size_t k = 0; k < conds.size(); ++k) {
         const auto& cd = conds[k];
-        // Head knockouts are many and only read ‖x_0‖ after block M. Under the causal mask position 0
+        // Head knockouts are many and only read ‖x_0‖ after blocks M and E. Under the causal mask position 0
         // attends only to itself (theory P1) and every other operation acts per position, so x_0 depends on
-        // token 0 alone: they run on the first token only, up to block M (no loss, no later sink rate).
+        // token 0 alone: they run on the first token only, up to block max(M, E) (no loss, no later sink rate).
         const bool full = cd.kind != "head";
         model::AttentionStats<float> as(L, c.n_heads);
         for (std::int64_t s = 0; s < NA; ++s) {
@@ -61,37 +60,25 @@ inline std::vector<Effect> knockout_effects(Run& run, const Inputs& in, const st
             if (cd.kind == "mlp") model::ablate_mlp(hooks, cd.layer);
             if (cd.kind == "attn") model::ablate_attention(hooks, cd.layer);
             if (cd.kind == "head") model::ablate_heads<float>(hooks, cd.layer, {cd.head});
-            if (cd.kind == "random_heads") {
-                std::vector<std::int64_t> all((S + 1) * c.n_heads);
-                for (std::size_t i = 0; i < all.size(); ++i) all[i] = std::int64_t(i);
-                std::shuffle(all.begin(), all.end(), rng);
-                std::map<std::int64_t, std::vector<std::int64_t>> by_layer;
-                for (std::int64_t i = 0; i < c.n_heads; ++i) by_layer[all[i] / c.n_heads].push_back(all[i] % c.n_heads);
-                for (const auto& [l, hs] : by_layer) model::ablate_heads<float>(hooks, l, hs);
-            }
-            if (cd.kind == "random_mlp_units") {
-                std::vector<std::int64_t> all((S + 1) * c.d_ff);
-                for (std::size_t i = 0; i < all.size(); ++i) all[i] = std::int64_t(i);
-                std::shuffle(all.begin(), all.end(), rng);
-                std::map<std::int64_t, std::vector<std::int64_t>> by_layer;
-                for (std::int64_t i = 0; i < c.d_ff; ++i) by_layer[all[i] / c.d_ff].push_back(all[i] % c.d_ff);
-                for (const auto& [l, us] : by_layer) model::zero_ablate_channels<float>(hooks, model::hook_name("post", l), us);
-            }
             if (full) as.attach(hooks);
-            double n0 = 0, nr = 0;
+            double n0 = 0, nr = 0, ne = 0;
             hooks.add(model::hook_name("resid_post", M), [&](const std::string&, model::ActivationRef<float>& x) {
                 const std::int64_t n = x.shape[0];
                 n0 = Eigen::Map<const Eigen::VectorXf>(x.data, d).cast<double>().norm();
                 for (std::int64_t t = 1; t < n; ++t) nr += Eigen::Map<const Eigen::VectorXf>(x.data + t * d, d).cast<double>().norm() / double(n - 1);
+            });
+            hooks.add(model::hook_name("resid_post", E), [&](const std::string&, model::ActivationRef<float>& x) {
+                ne = Eigen::Map<const Eigen::VectorXf>(x.data, d).cast<double>().norm();
             });
             if (full) {
                 as.begin_sample();
                 const auto logits = model::forward(c, in.m.weights, smp[s], &hooks);
                 eff[k].loss.push_back(analysis::mean_of(analysis::token_nll(logits, smp[s])));
             } else {
-                model::forward(c, in.m.weights, Tokens{smp[s][0]}, &hooks, no_logits(M));
+                model::forward(c, in.m.weights, Tokens{smp[s][0]}, &hooks, no_logits(std::max(M, E)));
             }
             eff[k].norm0.push_back(n0);
+            eff[k].norm0_early.push_back(ne);
             eff[k].norm_rest.push_back(nr);
         }
         if (full) eff[k].sink_after = S + 1 < L ? as.sink_rate_per_sample(eps, S + 1) : as.sink_rate_per_sample(eps);

@@ -5,21 +5,25 @@
 doses 0, 0.25, 0.5, 1 with `sinkscope planted massive` and runs the experiment executables (b1, b2, b3,
 b4, p1) on each. --construction sink-keys: the same with `sinkscope planted sink-keys` (sink heads whose
 keys read the planted spike channel; the twin's keys are blind to it; --layout llama or layernorm-gelu) and
-b5. Every model is also run with `--random-init 1`, the project's null. Prints / writes the outcome of every
+b5. --construction p0-circuit: `sinkscope planted p0-circuit` (a position-0 circuit in blocks 0-1 whose heads
+each carry the identification; the twin's head 0 carries it alone; --layout llama or layernorm-gelu) and a2.
+Every model is also run with `--random-init 1`, the project's null. Prints / writes the outcome of every
 rule per model: rule -> planted / twin / random / dose 0 / 0.25 / 0.5 / 1, and the dose threshold (the
 smallest dose at which the rule says "reproduced"). Writes calibration.json and calibration.md in --out.
 
 --check asserts what the construction guarantees (exit 1 otherwise):
   planted: every rule in DESIGNED says "reproduced";
   twin and random: no rule says "reproduced"; where TWIN_EXPECTED names a rule, the twin must give exactly
-  that outcome (sink-keys: B5 "not reproduced", i.e. every precondition holds and a core condition fails).
+  that outcome (sink-keys: B5 "not reproduced"; p0-circuit: A2 and A2-massive "not reproduced", decided by
+  the single-head knockout), i.e. every precondition holds and a core condition fails.
 Rules the construction does not make true (P1: the planted spike has no function; B3b: no spikes at
 positions >= 1) are reported, never asserted to pass. The rules and their thresholds are not touched.
 
-  scripts/calibrate_planted.py --build build [--construction massive|sink-keys] [--layout llama|layernorm-gelu]
+  scripts/calibrate_planted.py --build build [--construction massive|sink-keys|p0-circuit] [--layout llama|layernorm-gelu]
                                [--size default|smoke] [--out out/calibration] [--check]
   (CTest: calibration_planted_massive[_smoke], calibration_planted_sink_keys[_smoke],
-   calibration_planted_sink_keys_layernorm_gelu_smoke; label "calibration")
+   calibration_planted_sink_keys_layernorm_gelu_smoke, calibration_planted_p0_circuit[_layernorm_gelu]_smoke;
+   label "calibration")
 """
 import argparse
 import json
@@ -29,16 +33,20 @@ import sys
 
 EXPERIMENTS = {"massive": ["b1_spike_lifecycle", "b2_quadratic_ffn", "b3_vocab_position0", "b4_rmsnorm_sparsity",
                             "p1_massive_ablation"],
-               "sink-keys": ["b5_sink_keys"]}
+               "sink-keys": ["b5_sink_keys"],
+               "p0-circuit": ["a2_p0_circuit"]}
 DOSES = [0.0, 0.25, 0.5, 1.0]
 # Rules each construction is designed to make true (theory/planted_massive.md P5, theory/planted_sink_keys.md
 # K2). B3a needs the default size: at --smoke it scores 48 vocabulary tokens, whose Clopper-Pearson lower bound
 # at 48/48 is 0.926 < 0.95.
 DESIGNED = {"massive": {"default": ["B1", "B2", "B3a", "B4"], "smoke": ["B1", "B2", "B4"]},
-            "sink-keys": {"default": ["B5"], "smoke": ["B5"]}}
+            "sink-keys": {"default": ["B5"], "smoke": ["B5"]},
+            "p0-circuit": {"default": ["A2", "A2-massive"], "smoke": ["A2", "A2-massive"]}}
 # The twin's outcome where the construction fixes it: the sink-key twin keeps the spike and the sink heads
-# (every precondition holds) and its keys leave the weight-predicted subspace (the core condition fails).
-TWIN_EXPECTED = {"massive": {}, "sink-keys": {"B5": "not reproduced"}}
+# (every precondition holds) and its keys leave the weight-predicted subspace (the core condition fails); the
+# p0-circuit twin keeps the circuit and the spike, and one head's knockout removes it ("heads cooperate" fails).
+TWIN_EXPECTED = {"massive": {}, "sink-keys": {"B5": "not reproduced"},
+                 "p0-circuit": {"A2": "not reproduced", "A2-massive": "not reproduced"}}
 
 
 def run(cmd, log):
@@ -73,9 +81,10 @@ def main():
     ap.add_argument("--out", default="out/calibration", help="output directory")
     ap.add_argument("--size", choices=["default", "smoke"], default="default", help="experiment size")
     ap.add_argument("--seed", default="1", help="seed of the planted background")
-    ap.add_argument("--construction", choices=["massive", "sink-keys"], default="massive", help="the planted mechanism")
+    ap.add_argument("--construction", choices=["massive", "sink-keys", "p0-circuit"], default="massive",
+                    help="the planted mechanism")
     ap.add_argument("--layout", choices=["llama", "layernorm-gelu"], default="llama",
-                    help="the planted model's layout (sink-keys only; massive uses the small Llama)")
+                    help="the planted model's layout (sink-keys and p0-circuit; massive uses the small Llama)")
     ap.add_argument("--check", action="store_true", help="assert the construction's guarantees (exit 1 otherwise)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -83,7 +92,7 @@ def main():
     exe_dir = a.experiments or os.path.join(a.build, "experiments")
 
     build = [cli, "planted", a.construction, "--seed", a.seed]
-    if a.construction == "sink-keys":
+    if a.construction in ("sink-keys", "p0-circuit"):
         build += ["--layout", a.layout]
     experiments = EXPERIMENTS[a.construction]
     designed = DESIGNED[a.construction][a.size]
@@ -117,7 +126,7 @@ def main():
                 table.setdefault(rule, {})[col] = rec
 
     dose_cols = [f"dose {x:g}" for x in DOSES]
-    result = {"construction": a.construction, "layout": a.layout if a.construction == "sink-keys" else "llama",
+    result = {"construction": a.construction, "layout": a.layout if a.construction != "massive" else "llama",
               "size": a.size, "seed": a.seed, "designed": designed, "rules": {}}
     for rule, cols in table.items():
         reproduced = [x for x, c in zip(DOSES, dose_cols) if cols.get(c, {}).get("outcome") == "reproduced"]

@@ -98,7 +98,11 @@ PAPER = {
            "87% → 2% (sliding-window layers show no P0 sink)."),
     "A2": ("The P0 sink circuit",
            "Position 0 attends only to itself; the next MLP(s) give it a huge norm with a fixed direction (cross-input cosine ≈ 1, "
-           "separate in PCA); single-head ablations do not remove it (heads cooperate)."),
+           "separate in PCA); single-head ablations do not remove it (heads cooperate). The circuit lives in two blocks "
+           "(scored here: blocks 0–1)."),
+    "A2-massive": ("The P0 sink circuit, at the massive stage",
+                   "The same circuit read after the block where the massive activation enters (Paper B's step-up), with "
+                   "its knockouts among the blocks and heads up to it."),
     "A3": ("The cone model", "E‖o‖² = α² + (1 − α²) E[Σp²]; position 0 (Σp² = 1) has the largest expected attention-output norm."),
     "A4": ("Training trace",
            "30B-A3B MoE from scratch: the circuit appears early in middle layers, spreads over the first positions (position 1 for "
@@ -184,8 +188,12 @@ def fig_a2(r, m):
         fig, ax = plt.subplots(figsize=(10, 3.2))
         labels = [f"{a.get('kind', '?')}{a.get('layer', '')}" + (f".{a['head']}" if a.get("kind") == "head" else "") for a in ab[1:]]
         colors = ["tab:blue" if a.get("kind") == "mlp" else "tab:orange" if a.get("kind") == "attn" else "tab:gray" for a in ab[1:]]
-        ax.bar(range(len(labels)), [a.get("norm_ratio", float("nan")) for a in ab[1:]], color=colors)
-        ax.set_xticks(range(len(labels))); ax.set_xticklabels(labels, rotation=90, fontsize=6)
+        x = np.arange(len(labels))
+        ax.bar(x - 0.2, [a.get("norm_ratio") if a.get("norm_ratio") is not None else float("nan") for a in ab[1:]], width=0.4,
+               color=colors, label="after block M (massive stage)")
+        ax.bar(x + 0.2, [a.get("norm_ratio_early") if a.get("norm_ratio_early") is not None else float("nan") for a in ab[1:]],
+               width=0.4, color=colors, alpha=0.45, hatch="//", label="after block 2 (early stage)")
+        ax.set_xticks(x); ax.set_xticklabels(labels, rotation=90, fontsize=6); ax.legend(fontsize=7)
         ax.set_ylabel("P0 norm after knockout / clean"); ax.set_title("A2: knockouts (blue MLP, orange attention, gray heads)")
         save(fig, path); figs.append(rel)
     return figs
@@ -477,7 +485,7 @@ def fig_p2(r, m):
 # (experiment, claims it decides, figure function) in report order.
 EXPERIMENTS = [
     ("a1_bos_ablation", ["A1"], fig_a1),
-    ("a2_p0_circuit", ["A2"], fig_a2),
+    ("a2_p0_circuit", ["A2", "A2-massive"], fig_a2),
     ("a3_cone_model", ["A3"], fig_a3),
     ("a4_training_trace", ["A4"], fig_a4),
     ("a4_scale_sweep", ["A4-scale"], fig_a4_scale),
@@ -598,7 +606,9 @@ def calibration_html(out):
     parts = []
     for folder, what in (("calibration", "a planted massive activation: theory/planted_massive.md"),
                          ("calibration_sink_keys", "sink heads whose keys read a planted spike channel: "
-                                                   "theory/planted_sink_keys.md")):
+                                                   "theory/planted_sink_keys.md"),
+                         ("calibration_p0_circuit", "a position-0 circuit in blocks 0-1 whose heads each carry the "
+                                                    "identification: theory/planted_p0_circuit.md")):
         path = os.path.join(out, folder, "calibration.json")
         if os.path.exists(path):
             parts.append(calibration_table_html(json.load(open(path)), what))

@@ -156,6 +156,12 @@ if ! python3 scripts/calibrate_planted.py --build "$bdir" --construction sink-ke
   echo "reproduce: the sink-key calibration failed (see out/calibration_sink_keys.log)" >&2
   failed+=("calibration_sink_keys")
 fi
+echo "== [calibration] A2 on a planted position-0 circuit, its twin (one head carries it) and random weights: out/calibration_p0_circuit/"
+if ! python3 scripts/calibrate_planted.py --build "$bdir" --construction p0-circuit --out out/calibration_p0_circuit \
+     --size "$([[ $size == smoke ]] && echo smoke || echo default)" > out/calibration_p0_circuit.log 2>&1; then
+  echo "reproduce: the position-0 circuit calibration failed (see out/calibration_p0_circuit.log)" >&2
+  failed+=("calibration_p0_circuit")
+fi
 
 # A census of the models the scale sweep trained (sizes x seeds) and one random-weight null per layout (the
 # first seed's checkpoint with random weights): per-layer statistics and every claim rule that measures a

@@ -45,7 +45,7 @@ claims = sorted(i for i, r in rules.items() if json.loads(r["canonical"])["kind"
                 and json.loads(r["canonical"])["experiment"] in ran)
 print(claims == sorted(record["rules"]["outcomes"]), len(claims))
 PY
-check "the record scores every claim rule of the experiments it ran" test "$(cat expected_ids.txt)" = "True 14"
+check "the record scores every claim rule of the experiments it ran" test "$(cat expected_ids.txt)" = "True 15"
 python3 - rules.json "$planted" "$twin" > hashes.txt <<'PY'
 import json, sys
 rules = json.load(open(sys.argv[1]))["rules"]

@@ -126,35 +126,65 @@ inline const std::vector<Rule>& rule_table() {
                           {"a precondition fails", "not applicable"},
                           {"--control 0, or a --model with one layer", "no verdict written"}}},
 
+        // A2 is scored twice (set registered 2026-12-06, RULES_CHANGELOG.md): at the early stage, the two blocks
+        // Paper A places the circuit in ("A2", below), and at the massive stage after B1's step-up
+        // ("A2-massive"). Both replace the size-matched random knockout by a same-kind whole-block knockout.
         Rule{/*id*/ "A2",
              /*experiment*/ "a2_p0_circuit",
              /*kind*/ "claim",
-             /*scope*/ "Layer M = S+1 (hook_resid_post, capped at L-1) after the step-up layer S of analysis::trace_spike over "
-                      "every sample (tau; S = step_up_layer_fallback when no step-up is found); natural text without BOS. Norms "
-                      "and cross-input cosines of position 0 against positions >= 1 at M; zero knockouts (every position) of "
-                      "each MLP, attention block and single head of layers 0..S, and size-matched random knockouts (H random "
-                      "heads, or d_ff random MLP hidden units, of layers 0..S), each read as the position-0 norm kept at M.",
+             /*scope*/ "The early stage, Paper A's two blocks: blocks 0 and 1, read after block 2 (hook_resid_post 2, the "
+                      "first block after the stage, as the massive stage is read after S+1); natural text without BOS. Norms "
+                      "and cross-input cosines of position 0 against positions >= 1 there; zero knockouts (every position) of "
+                      "the MLP and the attention of blocks 0 and 1 and of every single head of blocks 0 and 1, each read as "
+                      "the position-0 norm kept after block 2; the specificity control is the knockout of the same kind "
+                      "(MLP or attention) as the most effective stage knockout, of block 2.",
              /*values*/
                  {
-                     {"step_tau", 0.2, "locator", "convention: analysis/spikes.hpp's step rule (Paper B gives none)"},  // common.hpp:326 (trace_spike default), called a2_p0_circuit.cpp:68
-                     {"step_up_layer_fallback", 1, "locator", "convention"},  // a2_p0_circuit.cpp:69 (min(1, L-1) when the trace finds no step-up)
-                     {"massive_abs_min", 100.0, "locator", "definition: core/measures.hpp (Sun et al.: |x| > 100)"},  // spikes.hpp:46, used a2_p0_circuit.cpp:88
-                     {"massive_median_ratio_min", 1000.0, "locator", "definition: core/measures.hpp (Sun et al.: |x| >= 1000 x median |x|)"},  // spikes.hpp:47, used a2_p0_circuit.cpp:88
-                     {"massive_p0_share_min", 0.5, ">=", "convention: the spike is present in most samples"},  // a2_p0_circuit.cpp:335
-                     {"p0_norm_ratio_min", 10.0, ">=", "convention (first version); Paper A: 'very large l2 norm'"},  // a2_p0_circuit.cpp:338
-                     {"p0_cross_input_cosine_min", 0.95, ">=", "convention (first version); Paper A: 'cross-input cosine ~ 1'"},  // a2_p0_circuit.cpp:339
-                     {"p0_cosine_gap_min", 0.2, ">=", "convention (first version)"},  // a2_p0_circuit.cpp:340
-                     {"best_block_knockout_kept_max", 0.1, "<=", "convention (first version); the minimum of many knockouts"},  // a2_p0_circuit.cpp:348
-                     {"random_knockout_kept_min", 0.5, ">=", "convention (first version)"},  // a2_p0_circuit.cpp:349
-                     {"single_head_knockout_kept_min", 0.5, ">=", "convention (first version); Paper A: heads cooperate"},  // a2_p0_circuit.cpp:350
-                     {"knockout_samples_min", 16, "minimum", "convention: issue 10 ('>= 16 samples per knockout')"},  // a2_p0_circuit.cpp:40 (Config default; --smoke 3, :55; not enforced, :227)
+                     {"stage_last_layer", 1, "locator", "paper: Paper A, 'the P0 Sink Circuit lives in two blocks' (blocks 0 and 1; Paper A's training trace: 'finally concentrates in layers 0-1')"},
+                     {"stage_layers_min", 3, "minimum", "definition: the stage's two blocks and the block read after them"},
+                     {"p0_norm_ratio_min", 10.0, ">=", "convention (first version); Paper A: 'very large l2 norm'"},
+                     {"p0_cross_input_cosine_min", 0.95, ">=", "convention (first version); Paper A: 'cross-input cosine ~ 1'"},
+                     {"p0_cosine_gap_min", 0.2, ">=", "convention (first version)"},
+                     {"best_block_knockout_kept_max", 0.1, "<=", "convention (first version); the minimum of the stage's four block knockouts"},
+                     {"control_block_knockout_kept_min", 0.5, ">=", "convention: the first version's random-knockout threshold, now for the same-kind whole block outside the stage"},
+                     {"single_head_knockout_kept_min", 0.5, ">=", "convention (first version); Paper A: 'ablating single heads does not remove it (heads cooperate)'"},
+                     {"knockout_samples_min", 16, "minimum", "convention: issue 10 ('>= 16 samples per knockout')"},
                  },
-             /*preconditions*/ {{"samples with a massive activation at position 0 after block M", "not applicable"}},
+             /*preconditions*/ {{"layers: the stage's two blocks and one block after them (n_layers >= 3)", "not applicable"}},
              /*outcomes*/ {{"every condition holds", "reproduced"},
                           {"a condition fails", "not reproduced"},
-                          {"a precondition fails", "not applicable"},
-                          {"a knockout kind was not run (e.g. no MLP hidden units for the control)",
-                           "its condition reads NaN '(none run)' and fails: not reproduced"}}},
+                          {"a precondition fails", "not applicable"}}},
+
+        Rule{/*id*/ "A2-massive",
+             /*experiment*/ "a2_p0_circuit",
+             /*kind*/ "claim",
+             /*scope*/ "The massive stage: layer M = S+1 (hook_resid_post) after the step-up layer S of analysis::trace_spike "
+                      "over every sample (tau; S = step_up_layer_fallback when no step-up is found); natural text without BOS. "
+                      "Norms and cross-input cosines of position 0 against positions >= 1 at M; zero knockouts (every "
+                      "position) of each MLP, attention block and single head of layers 0..S, each read as the position-0 norm "
+                      "kept at M; the specificity control is the knockout of the same kind (MLP or attention) as the most "
+                      "effective one, of block M (outside the candidates 0..S, before the reading).",
+             /*values*/
+                 {
+                     {"step_tau", 0.2, "locator", "convention: analysis/spikes.hpp's step rule (Paper B gives none)"},
+                     {"step_up_layer_fallback", 1, "locator", "convention"},
+                     {"massive_abs_min", 100.0, "locator", "definition: core/measures.hpp (Sun et al.: |x| > 100)"},
+                     {"massive_median_ratio_min", 1000.0, "locator", "definition: core/measures.hpp (Sun et al.: |x| >= 1000 x median |x|)"},
+                     {"massive_p0_share_min", 0.5, ">=", "convention: the spike is present in most samples"},
+                     {"blocks_after_step_up_min", 1, "minimum", "definition: the control block M = S+1 must exist"},
+                     {"p0_norm_ratio_min", 10.0, ">=", "convention (first version); Paper A: 'very large l2 norm'"},
+                     {"p0_cross_input_cosine_min", 0.95, ">=", "convention (first version); Paper A: 'cross-input cosine ~ 1'"},
+                     {"p0_cosine_gap_min", 0.2, ">=", "convention (first version)"},
+                     {"best_block_knockout_kept_max", 0.1, "<=", "convention (first version); the minimum of many knockouts"},
+                     {"control_block_knockout_kept_min", 0.5, ">=", "convention: the first version's random-knockout threshold, now for the same-kind whole block outside the candidates"},
+                     {"single_head_knockout_kept_min", 0.5, ">=", "convention (first version); Paper A: 'ablating single heads does not remove it (heads cooperate)'"},
+                     {"knockout_samples_min", 16, "minimum", "convention: issue 10 ('>= 16 samples per knockout')"},
+                 },
+             /*preconditions*/ {{"samples with a massive activation at position 0 after block M", "not applicable"},
+                                {"layers: a block after the step-up layer S (S + 1 < n_layers)", "not applicable"}},
+             /*outcomes*/ {{"every condition holds", "reproduced"},
+                          {"a condition fails", "not reproduced"},
+                          {"a precondition fails", "not applicable"}}},
 
         // Claim string (a3_cone_model.cpp:218): "A3 (Paper A): E||o||^2 = a^2 + (1 - a^2) E[sum p^2] for unit-norm
         // values; position 0 (sum p^2 = 1) has the strictly largest expected attention-output norm, in any attention layer".
