@@ -46,6 +46,10 @@
 //                                                sink heads whose keys read the planted spike channel
 //                                                (train/planted_sink_keys.hpp, theory/planted_sink_keys.md);
 //                                                --twin: those keys blind to the spike channel
+//   sinkscope planted p0-circuit --out F.safetensors [--twin] [--dose 1] [--seed 1] [--layout llama|layernorm-gelu]
+//                                                a position-0 circuit in blocks 0-1 whose heads each carry it
+//                                                (train/planted_p0_circuit.hpp, theory/planted_p0_circuit.md);
+//                                                --twin: head 0 alone carries it
 //   sinkscope rules [--json]                     the pre-registered verdict rules: the set's hash and each
 //                                                rule's (--json: every rule's canonical JSON too)
 //   sinkscope census CKPT… --out DIR … | --merge DIR   many checkpoints' stats, one record each (census_cli.hpp)
@@ -83,9 +87,7 @@
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/train/config_io.hpp>
-#include <sinkscope/train/planted.hpp>
-#include <sinkscope/train/planted_p0_circuit.hpp>
-#include <sinkscope/train/planted_sink_keys.hpp>
+#include <sinkscope/train/planted_export.hpp>
 #include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
 
@@ -616,57 +618,14 @@ int cmd_random_model(const std::string& path, const std::string& out, std::uint6
     return 0;
 }
 
-// A planted massive activation (train/planted.hpp) written as a sinkscope checkpoint; the plan (channels,
-// magnitudes) goes into the checkpoint's note and onto stdout as JSON.
-int cmd_planted_massive(const std::string& out, const std::string& like, const train::PlantedOptions& o) {
-    model::Config c = train::planted_default_config();
-    if (!like.empty()) c = load_checked(like).config;
-    const auto pm = train::planted_massive_plan(c, o);
-    nlohmann::json note = pm.plan.to_json();
-    note["mechanism_on"] = o.mechanism_on;
-    note["dose"] = o.dose;
-    note["seed"] = o.seed;
-    note["like"] = like;
-    train::save_model(out, c, pm.weights, {{"planted", note}});
-    std::cerr << "wrote " << out << ": " << c.describe() << (o.mechanism_on ? ", planted" : ", twin (step-up off)")
-              << " massive activation, dose " << o.dose << "\n";
-    std::cout << note.dump(1) << "\n";
-    return 0;
-}
-
-// Sink heads whose keys read a planted spike channel (train/planted_sink_keys.hpp) written as a sinkscope
-// checkpoint; the plan goes into the checkpoint's note and onto stdout as JSON.
-int cmd_planted_sink_keys(const std::string& out, const std::string& layout, const std::string& like,
-                          const train::PlantedSinkKeyOptions& o) {
-    model::Config c = layout == "layernorm-gelu" ? train::planted_layernorm_gelu_config() : train::planted_default_config();
-    if (!like.empty()) c = load_checked(like).config;
-    const auto pm = train::planted_sink_keys_plan(c, o);
-    nlohmann::json note = pm.plan.to_json();
-    note["keys_read_spike"] = o.keys_read_spike;
-    note["dose"] = o.massive.dose;
-    note["seed"] = o.massive.seed;
+// A planted-mechanism model (train/planted_export.hpp) written as a sinkscope checkpoint: the construction in
+// its default layout, or in the layout of --like; the plan goes into the checkpoint's note and onto stdout.
+int cmd_planted(const std::string& out, const std::string& layout, const std::string& like, const train::PlantedRequest& r) {
+    const model::Config c = like.empty() ? train::planted_config(r.construction, layout) : load_checked(like).config;
+    nlohmann::json note = train::write_planted(out, c, r);
     note["layout"] = like.empty() ? layout : "like " + like;
-    train::save_model(out, c, pm.weights, {{"planted", note}});
-    std::cerr << "wrote " << out << ": " << c.describe() << (o.keys_read_spike ? ", planted" : ", twin (keys blind to the spike)")
-              << " sink keys, dose " << o.massive.dose << "\n";
-    std::cout << note.dump(1) << "\n";
-    return 0;
-}
-
-// A position-0 circuit in blocks 0-1 (train/planted_p0_circuit.hpp) written as a sinkscope checkpoint; the
-// plan goes into the checkpoint's note and onto stdout as JSON.
-int cmd_planted_p0_circuit(const std::string& out, const std::string& layout, const std::string& like,
-                           const train::PlantedP0Options& o) {
-    model::Config c = layout == "layernorm-gelu" ? train::planted_p0_layernorm_gelu_config() : train::planted_p0_default_config();
-    if (!like.empty()) c = load_checked(like).config;
-    const auto pm = train::planted_p0_circuit_plan(c, o);
-    nlohmann::json note = pm.plan.to_json();
-    note["dose"] = o.dose;
-    note["seed"] = o.seed;
-    note["layout"] = like.empty() ? layout : "like " + like;
-    train::save_model(out, c, pm.weights, {{"planted", note}});
-    std::cerr << "wrote " << out << ": " << c.describe() << (o.redundant_heads ? ", planted" : ", twin (one head carries the copies)")
-              << " position-0 circuit, dose " << o.dose << "\n";
+    std::cerr << "wrote " << out << ": " << c.describe() << ", planted " << r.construction << (r.twin ? " (twin)" : "")
+              << ", dose " << r.massive.dose << "\n";
     std::cout << note.dump(1) << "\n";
     return 0;
 }
@@ -802,47 +761,32 @@ int main(int argc, char** argv) {
     auto* planted_massive = planted->add_subcommand("massive", "a massive activation: step-up at layer S, step-down at layer D, "
                                                                "and its twin");
     planted->require_subcommand(1);
-    train::PlantedOptions planted_options;
-    std::string like;
-    bool twin = false;
-    planted_massive->add_option("--out", out, "output file (.safetensors)")->required();
-    planted_massive->add_flag("--twin", twin, "the twin: the step-up unit's W_down column zeroed, every other weight identical");
-    planted_massive->add_option("--dose", planted_options.dose, "magnitude in units of the smallest that meets Sun's criterion "
-                                "with margin 2 (0, 0.25, 0.5, 1)")->check(CLI::Range(0.0, 1e6))->capture_default_str();
-    planted_massive->add_option("--seed", planted_options.seed, "seed of the random background")->capture_default_str();
-    planted_massive->add_option("--like", like, "take the layout (Config) of this model instead of the small default Llama");
-    planted_massive->add_option("--step-up-layer", planted_options.step_up_layer, "S")->capture_default_str();
-    planted_massive->add_option("--step-down-layer", planted_options.step_down_layer, "D (-1: the last layer)")->capture_default_str();
-    planted_massive->add_option("--channel", planted_options.channel, "c* (-1: d_model / 3)")->capture_default_str();
+    train::PlantedRequest planted_request;
+    std::string like, layout = "llama";
+    auto planted_common = [&](CLI::App* sub, const std::string& twin_help, const std::string& dose_help) {
+        sub->add_option("--out", out, "output file (.safetensors)")->required();
+        sub->add_flag("--twin", planted_request.twin, twin_help);
+        sub->add_option("--dose", planted_request.massive.dose, dose_help)->check(CLI::Range(0.0, 1e6))->capture_default_str();
+        sub->add_option("--seed", planted_request.massive.seed, "seed of the random background")->capture_default_str();
+        sub->add_option("--like", like, "take the layout (Config) of this model instead of the default");
+    };
+    planted_common(planted_massive, "the twin: the step-up unit's W_down column zeroed, every other weight identical",
+                   "magnitude in units of the smallest that meets Sun's criterion with margin 2 (0, 0.25, 0.5, 1)");
+    planted_massive->add_option("--step-up-layer", planted_request.massive.step_up_layer, "S")->capture_default_str();
+    planted_massive->add_option("--step-down-layer", planted_request.massive.step_down_layer, "D (-1: the last layer)")->capture_default_str();
+    planted_massive->add_option("--channel", planted_request.massive.channel, "c* (-1: d_model / 3)")->capture_default_str();
 
     auto* planted_sink = planted->add_subcommand("sink-keys", "sink heads whose keys read the planted spike channel (Paper B's "
                                                               "B5), and the twin whose keys are blind to it");
-    train::PlantedSinkKeyOptions sink_options;
-    std::string layout = "llama";
-    bool sink_twin = false;
-    planted_sink->add_option("--out", out, "output file (.safetensors)")->required();
-    planted_sink->add_flag("--twin", sink_twin, "the twin: the sink kv heads' W_K column at the spike channel zeroed, every "
-                           "other weight identical");
-    planted_sink->add_option("--dose", sink_options.massive.dose, "scales the spike (as planted massive's --dose) and the "
-                             "keys' read of it together")->check(CLI::Range(0.0, 1e6))->capture_default_str();
-    planted_sink->add_option("--seed", sink_options.massive.seed, "seed of the random background")->capture_default_str();
-    planted_sink->add_option("--layout", layout, "llama (RMSNorm, SwiGLU) or layernorm-gelu (LayerNorm, GELU), both with RoPE")
-        ->check(CLI::IsMember({"llama", "layernorm-gelu"}))->capture_default_str();
-    planted_sink->add_option("--like", like, "take the layout (Config) of this model instead");
-
+    planted_common(planted_sink, "the twin: the sink kv heads' W_K column at the spike channel zeroed, every other weight identical",
+                   "scales the spike (as planted massive's --dose) and the keys' read of it together");
     auto* planted_p0 = planted->add_subcommand("p0-circuit", "a position-0 circuit in blocks 0-1 whose heads each carry the "
                                                              "identification (Paper A's A2), and the twin with one head carrying it");
-    train::PlantedP0Options p0_options;
-    bool p0_twin = false;
-    planted_p0->add_option("--out", out, "output file (.safetensors)")->required();
-    planted_p0->add_flag("--twin", p0_twin, "the twin: only query head 0 writes the copies (same energy), every other weight "
-                         "identical");
-    planted_p0->add_option("--dose", p0_options.dose, "the spike's magnitude in units of the smallest that meets Sun's "
-                           "criterion with margin 2")->check(CLI::Range(0.0, 1e6))->capture_default_str();
-    planted_p0->add_option("--seed", p0_options.seed, "seed of the random background")->capture_default_str();
-    planted_p0->add_option("--layout", layout, "llama (RMSNorm, SwiGLU) or layernorm-gelu (LayerNorm, GELU), both with RoPE")
-        ->check(CLI::IsMember({"llama", "layernorm-gelu"}))->capture_default_str();
-    planted_p0->add_option("--like", like, "take the layout (Config) of this model instead");
+    planted_common(planted_p0, "the twin: only query head 0 writes the copies (same energy), every other weight identical",
+                   "the spike's magnitude in units of the smallest that meets Sun's criterion with margin 2");
+    for (auto* sub : {planted_sink, planted_p0})
+        sub->add_option("--layout", layout, "llama (RMSNorm, SwiGLU) or layernorm-gelu (LayerNorm, GELU), both with RoPE")
+            ->check(CLI::IsMember({"llama", "layernorm-gelu"}))->capture_default_str();
 
     bool rules_json = false;
     auto* rules = app.add_subcommand("rules", "the pre-registered verdict rules: each rule's hash and the set's hash");
@@ -855,21 +799,11 @@ int main(int argc, char** argv) {
     try {
         if (*census) return cli::run_census(census_options);
         if (*rules) return cmd_rules(rules_json);
-        if (*planted_massive) {
-            if (fs::path(out).extension() != ".safetensors") throw Error("planted massive: --out must end in .safetensors", {out, "", {}});
-            planted_options.mechanism_on = !twin;
-            return cmd_planted_massive(out, like, planted_options);
-        }
-        if (*planted_sink) {
-            if (fs::path(out).extension() != ".safetensors") throw Error("planted sink-keys: --out must end in .safetensors", {out, "", {}});
-            sink_options.keys_read_spike = !sink_twin;
-            return cmd_planted_sink_keys(out, layout, like, sink_options);
-        }
-        if (*planted_p0) {
-            if (fs::path(out).extension() != ".safetensors") throw Error("planted p0-circuit: --out must end in .safetensors", {out, "", {}});
-            p0_options.redundant_heads = !p0_twin;
-            return cmd_planted_p0_circuit(out, layout, like, p0_options);
-        }
+        for (auto [sub, name] : {std::pair{planted_massive, "massive"}, {planted_sink, "sink-keys"}, {planted_p0, "p0-circuit"}})
+            if (*sub) {
+                planted_request.construction = name;
+                return cmd_planted(out, layout, like, planted_request);
+            }
         if (*info) return cmd_info(model_path, load_options(weights, compute));
         if (*capture) {
             if (list_hooks) {

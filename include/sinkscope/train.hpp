@@ -10,6 +10,7 @@
 #include "sinkscope/train/model_backward.hpp"
 #include "sinkscope/train/optimizer.hpp"
 #include "sinkscope/train/planted.hpp"
+#include "sinkscope/train/planted_export.hpp"
 #include "sinkscope/train/planted_p0_circuit.hpp"
 #include "sinkscope/train/planted_sink_keys.hpp"
 #include "sinkscope/train/random.hpp"

@@ -44,7 +44,7 @@ from ._sinkscope import Error, cone_expected_norm_sq  # noqa: F401  (re-exported
 __version__ = _C.__version__
 __all__ = ["Error", "HookPoint", "Model", "load", "zero_ablate_channels", "scale_channels", "scale_heads", "force_pattern",
            "self_only_attention", "attend_only_to", "PatchSite", "patch_site_names", "patch_sites",
-           "channel_frobenius_norms", "channel_spectrum", "fit_cone", "cone_expected_norm_sq"]
+           "channel_frobenius_norms", "channel_spectrum", "fit_cone", "cone_expected_norm_sq", "planted"]
 
 NamesFilter = Union[None, str, Sequence[str], Callable[[str], bool]]
 Hook = Callable[[np.ndarray, "HookPoint"], Optional[np.ndarray]]
@@ -432,6 +432,18 @@ def load(path, weights: str = "auto", compute: str = "exact") -> Model:
     maps to BF16 once at load (--weights bf16: with compute="bf16" the same products in half the memory,
     without converting weights on every forward). Activations and captures stay float32."""
     return Model(path, weights, compute)
+
+
+def planted(construction: str, out, *, twin: bool = False, dose: float = 1.0, seed: int = 1, layout: str = "llama") -> dict:
+    """Writes a model whose weights are set so that a claim holds by construction (nothing is trained) to
+    `out` (.safetensors) and returns its plan (channels, magnitudes, the probe's values) as a dict; load it
+    with sinkscope.load(out). construction: "massive" (a massive activation with step-up and step-down,
+    theory/planted_massive.md), "sink-keys" (sink heads whose keys read the spike, theory/planted_sink_keys.md)
+    or "p0-circuit" (a position-0 circuit in blocks 0-1 whose heads each carry it, theory/planted_p0_circuit.md).
+    twin=True writes the construction's mechanism-off twin; dose scales the planted magnitude (1: the smallest
+    that meets Sun et al.'s criterion with margin 2); layout "llama" or "layernorm-gelu" (not for "massive").
+    The same models as `sinkscope planted CONSTRUCTION --out OUT [--twin] [--dose] [--seed] [--layout]`."""
+    return json.loads(_C._write_planted(construction, os.fspath(out), bool(twin), float(dose), int(seed), layout))
 
 
 def _f64(a) -> np.ndarray:
