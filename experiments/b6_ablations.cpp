@@ -12,10 +12,12 @@
 // over seeds, scored only when the baseline shows the column's phenomenon — a sink with room to rise by
 // 20%, a massive activation — otherwise "not shown at this scale" (rules in the Verdicts below).
 // Null (--random-init SEED): every variant keeps its random initial weights (no training).
+// Decision level (--from-table FILE): no training; the rows of FILE (a variants.csv, e.g. an earlier run's or a
+// synthetic table of scripts/calibrate_decisions.py) go through the same directions and rules.
 // Command: build/experiments/b6_ablations [--steps 1000] [--seeds 3] [--recipe guo] [--task bigram-backcopy|zipf] [--variants all]
-//          [--precision float32|bf16]
+//          [--precision float32|bf16] [--from-table variants.csv]
 // Writes: variants.csv (one row per variant and seed), meta.json.
-#include "training.hpp"
+#include "b6_ablations_variants.hpp"
 
 #include <numeric>
 
@@ -36,47 +38,8 @@ struct Config {
     // 1000 steps: 986 s measured (2026-12-01, one thread while a compile shared the cores; 4–30 s a run).
     std::int64_t seeds = 3;
     std::string precision = "float32";  // training products: float32 | bf16 (training.hpp, add_precision_option)
+    std::string from_table;             // decision level: read the measured rows from this variants.csv instead of training
 };
-
-struct Variant {
-    std::string name;
-    double paper_ppl, paper_sink, paper_spike;  // NaN: "–" or "≈" in the paper
-    std::function<void(train::TrainConfig&, std::int64_t seq_len)> apply;
-};
-
-// The variants of the table: the paper's value of each column beside it (NaN: "–" or "≈" in the paper), and
-// the change each makes to the baseline's training configuration.
-std::vector<Variant> all_variants() {
-    const double na = std::nan("");
-    using TC = train::TrainConfig;
-    return {
-        {"baseline", 10.1, 46.0, 3818, [](TC&, std::int64_t) {}},
-        {"sandwich", 9.8, 44.7, 520, [](TC& t, std::int64_t) { t.model.norm_placement = model::NormPlacement::sandwich; }},
-        {"sandwich_qknorm", 10.0, 42.0, 92, [](TC& t, std::int64_t) { t.model.norm_placement = model::NormPlacement::sandwich; t.model.qk_norm = true; }},
-        {"dynamic_tanh", 10.0, 61.0, 153, [](TC& t, std::int64_t) { t.model.norm = model::NormKind::dynamic_tanh; }},
-        {"ffn_gelu", na, 69.3, 3369, [](TC& t, std::int64_t) { t.model.ffn = model::FfnKind::gelu; t.model.activation = model::Activation::gelu_tanh; }},
-        {"ffn_linear", na, 58.9, 688, [](TC& t, std::int64_t) { t.model.ffn = model::FfnKind::linear; }},
-        {"attention_only", na, 73.9, 637, [](TC& t, std::int64_t) { t.model.ffn = model::FfnKind::none; }},
-        {"weight_decay_0", na, 33.8, 12275, [](TC& t, std::int64_t) { t.optim.weight_decay = 0.0; }},
-        {"head_dim_8", na, 4.1, 291, [](TC& t, std::int64_t) { t.model.head_dim = 8; t.model.n_heads = t.model.d_model / 8; }},
-        {"gate_per_channel", na, 4.5, 202, [](TC& t, std::int64_t) { t.model.gate = model::GateKind::per_channel; }},
-        {"gate_per_head", na, 6.4, 186, [](TC& t, std::int64_t) { t.model.gate = model::GateKind::per_head; }},
-        {"loss_last_3_4", 10.1, 13.0, 38470, [](TC& t, std::int64_t T) { t.loss.begin = T / 4; t.loss.end = -1; }},
-        {"loss_last_1_2", 10.6, 1.2, 7193, [](TC& t, std::int64_t T) { t.loss.begin = T / 2; t.loss.end = -1; }},
-        // Beyond the paper's main table: its fixed-width head-dimension row (d_h/H 32/128 → 41.1%, no spike given),
-        // static gates ("keep 31–42%": a range across the ±20% band, no direction), and the sink substitutes of
-        // StreamingLLM / Paper B's discussion, which the paper does not tabulate. NaN: reported, never scored.
-        {"head_dim_32", na, 41.1, na, [](TC& t, std::int64_t) {
-             t.model.head_dim = std::min<std::int64_t>(32, t.model.d_model);  // the smoke size has d 16
-             t.model.n_heads = t.model.d_model / t.model.head_dim;
-         }},
-        {"gate_static_per_head", na, na, na, [](TC& t, std::int64_t) { t.model.gate = model::GateKind::static_per_head; }},
-        {"gate_static_per_channel", na, na, na, [](TC& t, std::int64_t) { t.model.gate = model::GateKind::static_per_channel; }},
-        {"softmax_off_by_one", na, na, na, [](TC& t, std::int64_t) { t.model.attention = model::AttentionKind::softmax_off_by_one; }},
-        {"sink_token", na, na, na, [](TC& t, std::int64_t) { t.model.attention = model::AttentionKind::sink_token; }},
-        {"kv_bias", na, na, na, [](TC& t, std::int64_t) { t.model.attention = model::AttentionKind::kv_bias; }},
-    };
-}
 
 // This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
 void add_flags(CLI::App& app, Config& cfg) {
@@ -87,6 +50,8 @@ void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--variants", cfg.variants, "comma-separated variant names, or all")->capture_default_str();
     app.add_option("--seeds", cfg.seeds, "training seeds per variant (mean and interval over seeds)")->capture_default_str();
     add_precision_option(app, cfg.precision);
+    app.add_option("--from-table", cfg.from_table, "decide from this table's rows (a variants.csv: variant, seed, sink_ratio, spike, "
+                   "massive) instead of training; equal seed counts per variant")->check(CLI::ExistingFile);
 }
 void smoke_sizes(Config& cfg) { cfg.size = TrainSize{1, 16, 2, 16, 8, 2, 3, 2, 2, 3e-3, 0.1, "bigram-backcopy", true, 0, cfg.size.recipe}; cfg.seeds = 3; }
 
@@ -99,12 +64,28 @@ int main(int argc, char** argv) {
         const double na = std::nan("");
         using TC = train::TrainConfig;
         const bool null_run = opt.random_init >= 0;
-        run.meta()["model"] = null_run ? "random weights in each variant's layout, never trained (null control; --model ignored)"
-                                       : "trained from scratch (see config)";
+        const bool from_table = !cfg.from_table.empty();
+        require(!(from_table && null_run), "--from-table and --random-init exclude each other");
+        std::map<std::string, ablations::TableRows> table;
+        if (from_table) table = ablations::read_variant_table(cfg.from_table);
+        run.meta()["model"] = from_table ? "no model: the measured rows of " + cfg.from_table + " (--from-table, decision level)"
+                              : null_run ? "random weights in each variant's layout, never trained (null control; --model ignored)"
+                                         : "trained from scratch (see config)";
         run.meta()["corpus"] = "bigram-backcopy (synthetic)";
         std::vector<Variant> chosen;
         for (const auto& v : all)
-            if (cfg.variants == "all" || ("," + cfg.variants + ",").find("," + v.name + ",") != std::string::npos) chosen.push_back(v);
+            if ((cfg.variants == "all" || ("," + cfg.variants + ",").find("," + v.name + ",") != std::string::npos) &&
+                (!from_table || table.count(v.name)))
+                chosen.push_back(v);
+        for (const auto& [name, rows] : table) {
+            require(std::any_of(all.begin(), all.end(), [&](const Variant& v) { return v.name == name; }),
+                    "--from-table: " + cfg.from_table + " names an unknown variant '" + name + "'", {cfg.from_table, "", {}});
+            cfg.seeds = std::int64_t(rows.seed.size());
+        }
+        for (const auto& [name, rows] : table)
+            require(std::int64_t(rows.seed.size()) == cfg.seeds, "--from-table: " + cfg.from_table + " has " +
+                    std::to_string(rows.seed.size()) + " rows for '" + name + "' and " + std::to_string(cfg.seeds) +
+                    " for another variant (the directions pair seeds)", {cfg.from_table, "", {}});
         // Guo's baseline already has a GELU FFN: the paper's "SwiGLU → GELU" row has no counterpart there
         // (the variant only swaps erf for tanh), so it is measured but not scored.
         if (cfg.size.recipe == "guo")
@@ -115,9 +96,9 @@ int main(int argc, char** argv) {
         run.config() = {{"size", {{"layers", cfg.size.layers}, {"d_model", cfg.size.d_model}, {"heads", cfg.size.heads},
                                   {"seq_len", cfg.size.seq_len}, {"steps", cfg.size.steps}, {"batch", cfg.size.batch},
                                   {"lr", cfg.size.lr}, {"recipe", cfg.size.recipe}, {"bos", cfg.size.bos}}},
-                        {"variants", cfg.variants}, {"seeds", cfg.seeds}, {"precision", cfg.precision},
+                        {"variants", cfg.variants}, {"seeds", cfg.seeds}, {"precision", cfg.precision}, {"from_table", cfg.from_table},
                         {"loss_windows", "paper 1024-4096 / 2048-4096 of 4096 -> [T/4, T) / [T/2, T)"}};
-        Csv csv(run.path("variants.csv"), {"variant", "seed", "val_loss", "sink_ratio", "spike", "spike_ratio", "paper_ppl",
+        Csv csv(run.path("variants.csv"), {"variant", "seed", "val_loss", "sink_ratio", "spike", "spike_ratio", "massive", "paper_ppl",
                                            "paper_sink", "paper_spike", "seconds"});
         auto num = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
         // Per variant, per seed: sink ratio, spike (largest |resid_post|), spike / median, validation loss.
@@ -126,6 +107,15 @@ int main(int argc, char** argv) {
         for (std::size_t i = 0; i < chosen.size(); ++i) {
             const auto& v = chosen[i];
             run.phase(v.name);
+            if (from_table) {
+                const auto& r = table.at(v.name);
+                for (std::size_t k = 0; k < r.seed.size(); ++k)
+                    csv.row(v.name, r.seed[k], r.val_loss[k], r.sink[k], r.spike[k], r.spike_ratio[k], int(r.massive[k]), v.paper_ppl,
+                            v.paper_sink, v.paper_spike, 0.0);
+                measured[i] = {r.sink, r.spike, r.spike_ratio, r.val_loss, std::vector<double>(r.seed.size(), 0.0), r.massive,
+                               "(from table)"};
+                continue;
+            }
             for (std::int64_t k = 0; k < cfg.seeds; ++k) {
                 const std::uint64_t seed = opt.seed + 1 + 1000 * std::uint64_t(k);  // seed 0 is the single seed of earlier runs
                 const auto tc = train_config(cfg.size, seed, [&](TC& t) {
@@ -153,7 +143,7 @@ int main(int argc, char** argv) {
                     massive = massive || l.massive_fraction > 0;
                 }
                 const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-                csv.row(v.name, seed, tr.val_loss, tr.sink_rate, spike, ratio, v.paper_ppl, v.paper_sink, v.paper_spike, secs);
+                csv.row(v.name, seed, tr.val_loss, tr.sink_rate, spike, ratio, int(massive), v.paper_ppl, v.paper_sink, v.paper_spike, secs);
                 measured[i].sink.push_back(tr.sink_rate);
                 measured[i].spike.push_back(spike);
                 measured[i].spike_ratio.push_back(ratio);

@@ -612,9 +612,35 @@ def calibration_html(out):
         path = os.path.join(out, folder, "calibration.json")
         if os.path.exists(path):
             parts.append(calibration_table_html(json.load(open(path)), what))
+    path = os.path.join(out, "calibration_decisions", "calibration.json")
+    if os.path.exists(path):
+        parts.append(decision_calibration_html(json.load(open(path))))
     if not parts:
         return "<h2>Calibration</h2><p>Not run (scripts/calibrate_planted.py).</p>"
     return "".join(parts)
+
+
+def decision_calibration_html(cal):
+    """B6 calibrated at the decision level (scripts/calibrate_decisions.py): synthetic variant tables, not models."""
+    out_html = ["<h2>Calibration at the decision level</h2><p>B6 decides on models it trains itself, so no planted "
+                "checkpoint can stand in for it. Its rules are run, unchanged, through the same executable "
+                "(<code>b6_ablations --from-table</code>) on synthetic variant tables: one that follows the paper's "
+                "directions (planted), one where no switch changes anything (twin), and random tables, whose share "
+                "of "reproduced" is the rule's false-positive rate (Clopper&ndash;Pearson 95% interval). This tests "
+                "the directions, bands and outcome map, not the training.</p>",
+                "<table class='inner'><tr><th>rule</th><th>planted table</th><th>twin table</th>"
+                "<th>random tables: reproduced / n [95% CI]</th></tr>"]
+    for rule, r in cal["rules"].items():
+        cells = []
+        for c in ("planted", "twin"):
+            o = r["columns"].get(c, {}).get("outcome", "-")
+            cells.append(f"<td class='v-{o.replace(' ', '-')}'>{html.escape(o)}</td>")
+        fp = r.get("false_positive", {})
+        ci = fp.get("ci95", [float("nan"), float("nan")])
+        cells.append(f"<td>{fp.get('reproduced', '-')} / {fp.get('tables', '-')} [{ci[0]:.3f}, {ci[1]:.3f}]</td>")
+        out_html.append(f"<tr><td>{html.escape(rule)}</td>{''.join(cells)}</tr>")
+    out_html.append("</table>")
+    return "".join(out_html)
 
 
 def calibration_table_html(cal, what):

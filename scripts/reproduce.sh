@@ -162,6 +162,11 @@ if ! python3 scripts/calibrate_planted.py --build "$bdir" --construction p0-circ
   echo "reproduce: the position-0 circuit calibration failed (see out/calibration_p0_circuit.log)" >&2
   failed+=("calibration_p0_circuit")
 fi
+echo "== [calibration] B6 at the decision level: synthetic variant tables (planted, twin, 100 random): out/calibration_decisions/"
+if ! python3 scripts/calibrate_decisions.py --build "$bdir" --out out/calibration_decisions > out/calibration_decisions.log 2>&1; then
+  echo "reproduce: the decision-level calibration failed (see out/calibration_decisions.log)" >&2
+  failed+=("calibration_decisions")
+fi
 
 # A census of the models the scale sweep trained (sizes x seeds) and one random-weight null per layout (the
 # first seed's checkpoint with random weights): per-layer statistics and every claim rule that measures a
