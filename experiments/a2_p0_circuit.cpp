@@ -22,8 +22,8 @@
 // Writes: layers.csv, pca.npy [points × 3] (pc1, pc2, is_position_0), ablations.csv (norm ratio after M and
 // after E with their bootstrap intervals, other positions' norm ratio, Δ loss with interval, later sink
 // rate), meta.json.
-// The pairwise estimator and the knockout runs: a2_p0_circuit_knockouts.hpp.
-#include "a2_p0_circuit_knockouts.hpp"
+// The knockout runs: a2_p0_circuit_knockouts.hpp; the stages' statistics and conditions: a2_p0_circuit_stages.hpp.
+#include "a2_p0_circuit_stages.hpp"
 
 #include <limits>
 #include <map>
@@ -149,45 +149,7 @@ int main(int argc, char** argv) {
         }
         run.results()["layers"] = lj;
 
-        // Per-sample statistics at a reading layer for the verdicts: norms, and the pairwise cross-input cosines
-        // C0[s][s'] = cos(x_0^s, x_0^s'), Crest[s][s'] = mean over t ≥ 1 of cos(x_t^s, x_t^s').
-        // The mean over pairs of distinct samples is a U-statistic; its bootstrap resamples samples and
-        // averages the pairs of the resample that come from two different original samples.
-        struct Estimate { double value; analysis::Interval ci; };
-        auto pairwise = [&](const Eigen::MatrixXd& C) -> Estimate {
-            const auto stat = [&C](const std::vector<double>& idx) {
-                double sum = 0, n = 0;
-                for (std::size_t a = 0; a < idx.size(); ++a)
-                    for (std::size_t b = a + 1; b < idx.size(); ++b)
-                        if (idx[a] != idx[b]) { sum += C(std::int64_t(idx[a]), std::int64_t(idx[b])); ++n; }
-                return n ? sum / n : 0.0;
-            };
-            std::vector<double> idx(N);
-            for (std::int64_t s = 0; s < N; ++s) idx[s] = double(s);
-            if (N < 2) return {std::numeric_limits<double>::quiet_NaN(), {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::quiet_NaN()}};
-            return {stat(idx), analysis::bootstrap(idx, stat)};
-        };
-        struct StageStats { std::vector<double> norm0, norm_rest; Estimate cos0, cos_gap; };
-        auto stage_stats = [&](std::int64_t layer) {
-            StageStats st;
-            Eigen::MatrixXd C0 = Eigen::MatrixXd::Zero(N, N), Crest = Eigen::MatrixXd::Zero(N, N);
-            for (std::int64_t s = 0; s < N; ++s) {
-                st.norm0.push_back(row(resid[layer][s], 0).norm());
-                double nr = 0;
-                for (std::int64_t t = 1; t < T; ++t) nr += row(resid[layer][s], t).norm() / double(T - 1);
-                st.norm_rest.push_back(nr);
-                for (std::int64_t u = s + 1; u < N; ++u) {
-                    C0(s, u) = C0(u, s) = analysis::cosine(row(resid[layer][s], 0), row(resid[layer][u], 0));
-                    double cr = 0;
-                    for (std::int64_t t = 1; t < T; ++t) cr += analysis::cosine(row(resid[layer][s], t), row(resid[layer][u], t)) / double(T - 1);
-                    Crest(s, u) = Crest(u, s) = cr;
-                }
-            }
-            st.cos0 = pairwise(C0);
-            st.cos_gap = pairwise(C0 - Crest);
-            return st;
-        };
-        const StageStats massive_stage = stage_stats(M), early_stage = stage_stats(E);
+        const StageStats massive_stage = stage_stats(resid[M], d), early_stage = stage_stats(resid[E], d);
         auto measure_json = [&](const StageStats& st) {
             return json{{"norm_ratio", analysis::mean_of(st.norm0) / analysis::mean_of(st.norm_rest)},
                         {"cos_pos0", st.cos0.value}, {"cos_gap", st.cos_gap.value}};
@@ -259,65 +221,7 @@ int main(int argc, char** argv) {
         run.results()["ablation_samples"] = NA;
 
         run.phase("verdict");
-        // One stage's verdict: the state conditions at its reading layer, then its knockouts read there — the
-        // most effective whole block among `blocks`, the same-kind block of layer `control_layer`, and the most
-        // effective single head among `head_layers`.
-        struct Stage {
-            const char* id;
-            const StageStats& stats;
-            std::int64_t read_layer;
-            std::set<std::int64_t> blocks, head_layers;
-            std::int64_t control_layer;
-            bool early;  // read norm0_early (after E) instead of norm0 (after M)
-        };
-        auto kept = [&](std::size_t k, bool early) {
-            return early ? analysis::mean_of(eff[k].norm0_early) / analysis::mean_of(clean.norm0_early)
-                         : analysis::mean_of(eff[k].norm0) / analysis::mean_of(clean.norm0);
-        };
-        auto who = [&](std::size_t k) {
-            return conds[k].kind + (conds[k].layer >= 0 ? " " + std::to_string(conds[k].layer) : "") +
-                   (conds[k].head >= 0 ? "." + std::to_string(conds[k].head) : "");
-        };
-        auto score = [&](analysis::Verdict& v, const analysis::Rule& rule, const Stage& st, const std::string& where) {
-            v.condition(analysis::bootstrap_condition("position-0 norm / mean norm of positions >= 1 " + where,
-                                                      analysis::mean_of(st.stats.norm0) / analysis::mean_of(st.stats.norm_rest),
-                                                      analysis::bootstrap_ratio(st.stats.norm0, st.stats.norm_rest), N,
-                                                      rule.value("p0_norm_ratio_min")));
-            v.condition(analysis::bootstrap_condition("cross-input cosine of position-0 states " + where, st.stats.cos0.value,
-                                                      st.stats.cos0.ci, N, rule.value("p0_cross_input_cosine_min")));
-            v.condition(analysis::bootstrap_condition("cosine of position 0 minus that of positions >= 1 " + where,
-                                                      st.stats.cos_gap.value, st.stats.cos_gap.ci, N, rule.value("p0_cosine_gap_min")));
-            std::size_t best = 0, control = 0, worst_head = 0;
-            for (std::size_t k = 1; k < conds.size(); ++k) {
-                const auto& cd = conds[k];
-                if ((cd.kind == "mlp" || cd.kind == "attn") && st.blocks.count(cd.layer) && (!best || kept(k, st.early) < kept(best, st.early)))
-                    best = k;
-                if (cd.kind == "head" && st.head_layers.count(cd.layer) && (!worst_head || kept(k, st.early) < kept(worst_head, st.early)))
-                    worst_head = k;
-            }
-            for (std::size_t k = 1; k < conds.size() && best; ++k)
-                if (conds[k].kind == conds[best].kind && conds[k].layer == st.control_layer) control = k;
-            auto knock = [&](const std::string& name, std::size_t k, double t, analysis::Side side) {
-                if (!k) return analysis::exact_condition(name + " (none run)", nan, 0, t, side);
-                return analysis::bootstrap_condition(name + " (" + who(k) + ") " + where, kept(k, st.early),
-                                                     st.early ? early_ci[k] : ratio_ci[k], NA, t, side);
-            };
-            v.condition(knock("position-0 norm kept by the most effective block knockout", best,
-                              rule.value("best_block_knockout_kept_max"), analysis::Side::at_most));
-            v.condition(knock("position-0 norm kept by the same-kind block knockout outside the stage", control,
-                              rule.value("control_block_knockout_kept_min"), analysis::Side::at_least));
-            v.condition(knock("position-0 norm kept by the most effective single-head knockout", worst_head,
-                              rule.value("single_head_knockout_kept_min"), analysis::Side::at_least));
-            v.details() = {{"read_layer", st.read_layer}, {"ablation_samples", NA}, {"control_layer", st.control_layer}};
-            if (best) {
-                const auto& e = eff[best];
-                v.details()["best_block"] = {{"kind", conds[best].kind}, {"layer", conds[best].layer},
-                                             {"rest_ratio", analysis::mean_of(e.norm_rest) / analysis::mean_of(clean.norm_rest)},
-                                             {"delta_loss", analysis::mean_of(e.loss) - analysis::mean_of(clean.loss)}};
-            }
-            if (control) v.details()["control"] = {{"kind", conds[control].kind}, {"layer", conds[control].layer}};
-        };
-
+        const KnockoutTable table{conds, eff, ratio_ci, early_ci, NA};
         // The early stage: blocks 0 and 1 (Paper A's two blocks), read after block E = 2, control block E.
         const analysis::Rule& RE = analysis::rule("A2");
         analysis::Verdict ve("A2",
@@ -334,7 +238,7 @@ int main(int argc, char** argv) {
         const std::int64_t last = std::int64_t(RE.value("stage_last_layer"));
         std::set<std::int64_t> early_blocks;
         for (std::int64_t l = 0; l <= std::min(last, L - 1); ++l) early_blocks.insert(l);
-        score(ve, RE, Stage{"A2", early_stage, E, early_blocks, early_blocks, E, true}, "after block " + std::to_string(E));
+        score_stage(ve, RE, Stage{early_stage, E, early_blocks, early_blocks, E, true}, table, "after block " + std::to_string(E), N);
 
         // The massive stage: candidates 0 … S, read after block M = S+1, control block M.
         analysis::Verdict v("A2-massive",
@@ -352,7 +256,7 @@ int main(int argc, char** argv) {
         std::set<std::int64_t> massive_blocks, massive_heads;
         for (const auto& cd : conds)
             if (cd.layer >= 0 && cd.layer <= S) (cd.kind == "head" ? massive_heads : massive_blocks).insert(cd.layer);
-        score(v, R, Stage{"A2-massive", massive_stage, M, massive_blocks, massive_heads, M, false}, "after block M");
+        score_stage(v, R, Stage{massive_stage, M, massive_blocks, massive_heads, M, false}, table, "after block M", N);
         v.details()["step_up_layer"] = S;
         v.details()["measure_layer"] = M;
         // Sanity check of the first-token shortcut of the head knockouts (P1): ‖x_0‖ after block M from

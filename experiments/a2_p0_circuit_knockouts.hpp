@@ -1,6 +1,7 @@
 // a2_p0_circuit's measurements: the clean runs' states, the list of knockouts and the knockout runs
 // (model/interventions.hpp) with their effects on position 0's norm, the other positions' norm, the loss
-// and the later sink rate. Split from a2_p0_circuit.cpp, which keeps the claim, the estimators and the rule.
+// and the later sink rate. Split from a2_p0_circuit.cpp, which keeps the claim and the per-layer table;
+// the stages' statistics and conditions are in a2_p0_circuit_stages.hpp.
 #pragma once
 
 #include <limits>
