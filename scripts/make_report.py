@@ -626,7 +626,7 @@ def decision_calibration_html(cal):
                 "checkpoint can stand in for it. Its rules are run, unchanged, through the same executable "
                 "(<code>b6_ablations --from-table</code>) on synthetic variant tables: one that follows the paper's "
                 "directions (planted), one where no switch changes anything (twin), and random tables, whose share "
-                "of "reproduced" is the rule's false-positive rate (Clopper&ndash;Pearson 95% interval). This tests "
+                "of &ldquo;reproduced&rdquo; is the rule's false-positive rate (Clopper&ndash;Pearson 95% interval). This tests "
                 "the directions, bands and outcome map, not the training.</p>",
                 "<table class='inner'><tr><th>rule</th><th>planted table</th><th>twin table</th>"
                 "<th>random tables: reproduced / n [95% CI]</th></tr>"]
