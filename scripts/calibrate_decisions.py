@@ -29,8 +29,10 @@ import json
 import math
 import os
 import random
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import calibrate_planted  # noqa: E402
 
 RULES = ["B6 (sinks)", "B6 (spikes)"]
 BASE_SINK = [0.45, 0.46, 0.47]
@@ -49,17 +51,13 @@ def write_table(path, rows):
 
 
 def run_b6(exe, table, out, log):
+    """{rule id: outcome record} of one b6_ablations --from-table run (calibrate_planted.py's runner and reader)."""
     os.makedirs(out, exist_ok=True)
-    with open(log, "w") as f:
-        rc = subprocess.run([exe, "--from-table", table, "--out", out], stdout=f, stderr=subprocess.STDOUT).returncode
+    rc = calibrate_planted.run([exe, "--from-table", table, "--out", out], log)
     meta = os.path.join(out, "meta.json")
     if rc != 0 or not os.path.exists(meta):
-        return {r: {"outcome": f"error (rc {rc})", "decided_by": ""} for r in RULES}, None
-    with open(meta) as f:
-        m = json.load(f)
-    v = m.get("verdict", [])
-    v = [v] if isinstance(v, dict) else v
-    return {x.get("rule_id", x["claim"]): {"outcome": x["outcome"], "decided_by": x.get("decided_by", "")} for x in v}, m
+        return {r: {"outcome": f"error (rc {rc})", "decided_by": ""} for r in RULES}
+    return calibrate_planted.outcomes(meta)
 
 
 def paper_values(out):
@@ -107,7 +105,7 @@ def main():
              "head_dim_32", "gate_static_per_head", "gate_static_per_channel", "softmax_off_by_one", "sink_token", "kv_bias"]
     twin_rows = {v: list(zip(BASE_SINK, BASE_SPIKE, [True] * 3)) for v in names}
     write_table(probe, twin_rows)
-    twin, _ = run_b6(exe, probe, os.path.join(a.out, "twin"), os.path.join(a.out, "twin.log"))
+    twin = run_b6(exe, probe, os.path.join(a.out, "twin"), os.path.join(a.out, "twin.log"))
     if not os.path.exists(os.path.join(a.out, "twin", "variants.csv")):
         sys.exit(f"b6_ablations --from-table failed: see {os.path.join(a.out, 'twin.log')}")
     paper = paper_values(os.path.join(a.out, "twin"))
@@ -120,7 +118,7 @@ def main():
     planted_rows = {v: list(zip(scaled(ps, base_sink, BASE_SINK), scaled(pp, base_spike, BASE_SPIKE), [True] * 3))
                     for v, (ps, pp) in paper.items()}
     write_table(os.path.join(a.out, "planted.csv"), planted_rows)
-    planted, _ = run_b6(exe, os.path.join(a.out, "planted.csv"), os.path.join(a.out, "planted"), os.path.join(a.out, "planted.log"))
+    planted = run_b6(exe, os.path.join(a.out, "planted.csv"), os.path.join(a.out, "planted"), os.path.join(a.out, "planted.log"))
 
     random_outcomes = []
     for k in range(a.random_seeds):
@@ -136,7 +134,7 @@ def main():
                        for s, p in zip(BASE_SINK, BASE_SPIKE)]
         path = os.path.join(a.out, f"random_{k}.csv")
         write_table(path, rows)
-        o, _ = run_b6(exe, path, os.path.join(a.out, f"random_{k}"), os.path.join(a.out, f"random_{k}.log"))
+        o = run_b6(exe, path, os.path.join(a.out, f"random_{k}"), os.path.join(a.out, f"random_{k}.log"))
         random_outcomes.append(o)
 
     result = {"construction": "synthetic variant tables (decision level)", "layout": "decision level", "size": "3 seeds per variant",

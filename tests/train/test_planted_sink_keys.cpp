@@ -12,11 +12,9 @@ using namespace sinkscope;
 
 namespace {
 
+// T random token ids of c's vocabulary (train_test_util.hpp's random_tokens).
 std::vector<std::int32_t> random_sequence(const model::Config& c, std::int64_t T, std::uint64_t seed) {
-    train::Rng rng(seed);
-    std::vector<std::int32_t> s(static_cast<std::size_t>(T));
-    for (auto& t : s) t = std::int32_t(rng.below(std::uint64_t(c.vocab_size)));
-    return s;
+    return test::random_tokens(T, c.vocab_size, seed);
 }
 
 // alpha_0 of every (layer, head) (Gu et al.: mean over rows t of A[t, 0]) and position 0's pre-RoPE key of

@@ -316,6 +316,17 @@ inline model::Weights<float> planted_massive(const model::Config& c, const Plant
     return planted_massive_plan(c, o).weights;
 }
 
+// c in the LayerNorm / GELU layout (GPT-NeoX's norm and FFN with a sequential residual): LayerNorm with bias,
+// a GELU FFN of width 4d, q/k/v biases, untied output; every size and the positions kept.
+inline model::Config with_layernorm_gelu(model::Config c) {
+    c.architecture = "gpt-neox";
+    c.norm = model::NormKind::layernorm; c.norm_bias = true;
+    c.ffn = model::FfnKind::gelu; c.activation = model::Activation::gelu_erf; c.d_ff = 4 * c.d_model;
+    c.qkv_bias = true;
+    c.tied_embeddings = false;
+    return c;
+}
+
 // The default planted layout: a small Llama (RMSNorm pre-norm, RoPE, SwiGLU, tied embeddings), so that every
 // experiment runs in seconds. 8 layers: S = 0 is the only FFN sub-block in B1's step-up window (2/16 ≤ 0.2),
 // D = 7 (16/16) the only one in its step-down window.

@@ -303,14 +303,6 @@ inline model::Config planted_p0_default_config() {
 }
 
 // The same in the LayerNorm / GELU layout (GPT-NeoX-like, as planted_layernorm_gelu_config).
-inline model::Config planted_p0_layernorm_gelu_config() {
-    model::Config c = planted_p0_default_config();
-    c.architecture = "gpt-neox";
-    c.norm = model::NormKind::layernorm; c.norm_bias = true;
-    c.ffn = model::FfnKind::gelu; c.activation = model::Activation::gelu_erf; c.d_ff = 4 * c.d_model;
-    c.qkv_bias = true;
-    c.tied_embeddings = false;
-    return c;
-}
+inline model::Config planted_p0_layernorm_gelu_config() { return with_layernorm_gelu(planted_p0_default_config()); }
 
 }  // namespace sinkscope::train

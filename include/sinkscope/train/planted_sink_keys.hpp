@@ -145,14 +145,6 @@ inline model::Weights<float> planted_sink_keys(const model::Config& c, const Pla
 // The LayerNorm / GELU layout of the same size as planted_default_config (SmolLM2's is the Llama one):
 // LayerNorm with bias, a GELU FFN of width 4d, q/k/v biases, untied output, RoPE (GPT-NeoX's norm and FFN with
 // a sequential residual; learned positions are refused above).
-inline model::Config planted_layernorm_gelu_config() {
-    model::Config c = planted_default_config();
-    c.architecture = "gpt-neox";
-    c.norm = model::NormKind::layernorm; c.norm_bias = true;
-    c.ffn = model::FfnKind::gelu; c.activation = model::Activation::gelu_erf; c.d_ff = 4 * c.d_model;
-    c.qkv_bias = true;
-    c.tied_embeddings = false;
-    return c;
-}
+inline model::Config planted_layernorm_gelu_config() { return with_layernorm_gelu(planted_default_config()); }
 
 }  // namespace sinkscope::train
