@@ -98,13 +98,16 @@ class zero_ablate_channels(_Intervention):
 class scale_channels(_Intervention):
     """model::scale_channels, a dose: x[t, c] *= factor for the channels at the positions (all if None) of a
     [pos, d] hook (`name`, e.g. "blocks.3.mlp.hook_post"). factor 0 is zero-ablation, 1 the identity. With
-    2-D ids the positions apply in every sequence."""
+    `centres` (one per channel) the distance from them is scaled instead, x[t, c] = mu_c + factor (x[t, c] - mu_c):
+    factor 0 is mean-ablation. With 2-D ids the positions apply in every sequence."""
 
-    def __init__(self, name: str, channels: Iterable[int], factor: float, positions: Optional[Iterable[int]] = None):
+    def __init__(self, name: str, channels: Iterable[int], factor: float, positions: Optional[Iterable[int]] = None,
+                 centres: Optional[Iterable[float]] = None):
         self.name, self.channels, self.factor, self.positions = name, _ints(channels), float(factor), _ints(positions)
+        self.centres = [] if centres is None else [float(c) for c in centres]
 
     def _register(self, native):
-        native.scale_channels(self.name, self.channels, self.factor, self.positions)
+        native.scale_channels(self.name, self.channels, self.factor, self.positions, self.centres)
 
 
 class scale_heads(_Intervention):

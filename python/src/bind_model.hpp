@@ -70,9 +70,10 @@ struct NativeHooks {
         names.push_back(name);
         model::zero_ablate_channels<float>(set, name, std::move(channels), std::move(positions));
     }
-    void scale_channels(const std::string& name, std::vector<std::int64_t> channels, float factor, std::vector<std::int64_t> positions) {
+    void scale_channels(const std::string& name, std::vector<std::int64_t> channels, float factor, std::vector<std::int64_t> positions,
+                        std::vector<float> centres) {
         names.push_back(name);
-        model::scale_channels<float>(set, name, std::move(channels), factor, std::move(positions));
+        model::scale_channels<float>(set, name, std::move(channels), factor, std::move(positions), std::move(centres));
     }
     void scale_heads(std::int64_t layer, std::vector<std::int64_t> heads, float factor, std::vector<std::int64_t> positions) {
         names.push_back(model::hook_name("z", layer));

@@ -1,5 +1,6 @@
 // Interventions checked against independent routes to the same result (edited weights, a second run).
 #include <catch2/catch.hpp>
+#include <tuple>
 
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/attention_surgery.hpp>
@@ -141,6 +142,49 @@ TEST_CASE("scale_channels is a dose: 1 is the identity, 0 zero-ablation, and mlp
     scale_channels<double>(not_positions, "blocks.0.attn.hook_pattern", {0}, 0.5);  // [head, query, key]: force_pattern's
     CHECK_THROWS_AS(forward(c, w, kTokens, &bad), sinkscope::Error);
     CHECK_THROWS_AS(forward(c, w, kTokens, &not_positions), sinkscope::Error);
+}
+
+TEST_CASE("scale_channels with centres scales the distance from them: 0 is mean-ablation, 1 the identity", "[model][interventions]") {
+    const Config c = tiny_llama();
+    const auto w = random_weights<double>(c, 25);
+    const std::string post = "blocks.0.mlp.hook_post", out = "blocks.0.hook_mlp_out";
+    const std::vector<std::int64_t> channels{3, 7, 20}, positions{1, 4};
+    const std::vector<double> centres{0.25, -1.5, 2.0};
+    auto dosed = [&](double f) {
+        HookSet<double> hooks;
+        ActivationCache<double> cache;
+        scale_channels<double>(hooks, post, channels, f, positions, centres);
+        cache.attach(hooks, std::vector<std::string>{post, out});
+        const Mat<double> logits = forward(c, w, kTokens, &hooks);
+        return std::make_tuple(logits, cache[post].data, Eigen::Map<const Mat<double>>(cache[out].data.data(), cache[out].shape[0], cache[out].shape[1]).eval());
+    };
+    // The hook's output by hand: mu + f (x - mu) at the chosen entries, x elsewhere.
+    HookSet<double> probe;
+    ActivationCache<double> clean_cache;
+    clean_cache.attach(probe, std::vector<std::string>{post});
+    const Mat<double> clean = forward(c, w, kTokens, &probe);
+    const std::vector<double> x = clean_cache[post].data;
+    const std::int64_t width = c.d_ff;
+    for (double f : {0.0, 0.3, 1.0, -2.0}) {
+        const auto [logits, got, mlp_out] = dosed(f);
+        std::vector<double> want = x;
+        for (auto t : positions)
+            for (std::size_t i = 0; i < channels.size(); ++i)
+                want[t * width + channels[i]] = centres[i] + f * (x[t * width + channels[i]] - centres[i]);
+        double err = 0;
+        for (std::size_t i = 0; i < want.size(); ++i) err = std::max(err, std::abs(got[i] - want[i]));
+        CHECK(err < 1e-12);
+    }
+    HookSet<double> mean;
+    mean_ablate_channels<double>(mean, post, channels, centres, positions);
+    CHECK(max_diff(std::get<0>(dosed(0)), forward(c, w, kTokens, &mean)) == 0.0);
+    CHECK(max_diff(std::get<0>(dosed(1)), clean) < 1e-12);
+    // Still affine in the dose downstream of a linear map: out(f) = out(0) + f (out(1) − out(0)).
+    const Mat<double> out0 = std::get<2>(dosed(0)), out1 = std::get<2>(dosed(1));
+    CHECK(max_diff(std::get<2>(dosed(0.5)), out0 + 0.5 * (out1 - out0)) < 1e-12);
+
+    HookSet<double> wrong_count;
+    CHECK_THROWS_AS(scale_channels<double>(wrong_count, post, channels, 0.5, positions, {1.0}), sinkscope::Error);
 }
 
 TEST_CASE("scale_heads is a dose on a head's share of hook_attn_out", "[model][interventions]") {

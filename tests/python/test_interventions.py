@@ -93,6 +93,15 @@ def test_scaled_ablation_is_a_dose(tiny):
     assert np.array_equal(tiny.run_with_hooks(IDS, fwd_hooks=[sinkscope.scale_channels(name, channels, 0.25, positions=[2, 4])]),
                           tiny.run_with_hooks(IDS, fwd_hooks=[(name, scale_by_hand)]))
 
+    # With centres the dose scales the distance from them: factor 0 is mean-ablation to the centres.
+    centres = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+
+    def mean_by_hand(x, _):
+        x[np.ix_([2, 4], channels)] = centres
+    assert np.array_equal(
+        tiny.run_with_hooks(IDS, fwd_hooks=[sinkscope.scale_channels(name, channels, 0.0, positions=[2, 4], centres=centres)]),
+        tiny.run_with_hooks(IDS, fwd_hooks=[(name, mean_by_hand)]))
+
 
 def test_patch_sites_equals_hand_written_patches(tiny):
     sites = [sinkscope.PatchSite("z", 0, positions=[2, 4], heads=[1]),

@@ -10,7 +10,8 @@
 //                                                 (e.g. position 0's attention output placed at t ≥ 1)
 //   patch_sites            x[site] ← x_src[site]  several sites (hook, layer, positions, heads, channels)
 //                                                 patched from a source run's cache in one forward
-//   scale_channels         x[t, c] ← f · x[t, c]  a dose: f = 0 is zero-ablation, f = 1 the identity
+//   scale_channels         x[t, c] ← f · x[t, c]  a dose: f = 0 is zero-ablation, f = 1 the identity;
+//                          x[t, c] ← μ_c + f · (x[t, c] − μ_c) with centres μ: f = 0 is mean-ablation
 //   scale_heads            z[t, h, :] ← f · z[t, h, :]   the same dose for a head's share of the attention
 // Attention-pattern surgery (forced rows, self-only attention) is in model/attention_surgery.hpp.
 // Running without BOS is not an intervention: the caller chooses the tokens (tokenizer's add_bos).
@@ -180,10 +181,17 @@ void copy_position(HookSet<T>& hooks, const std::string& name, std::int64_t sour
 // f = 1 leaves x as it is. Anything linear in x downstream of the hook and upstream of the next
 // nonlinearity (hook_mlp_out from mlp.hook_post, hook_attn_out from attn.hook_z) is affine in f. In
 // forward_batch the positions apply in every sequence.
+// With `centres` (one per channel) the dose scales the distance from a centre instead:
+//   x[t, c] ← μ_c + f · (x[t, c] − μ_c),
+// so f = 0 is mean_ablate_channels with means μ and f = 1 the identity (the centre a reference value of the
+// channel, e.g. its mean over ordinary positions: a dose of a spike then shrinks only its excess).
 template <class T>
 void scale_channels(HookSet<T>& hooks, const std::string& name, std::vector<std::int64_t> channels, T factor,
-                    std::vector<std::int64_t> positions = {}) {
-    hooks.add(name, [channels, factor, positions](const std::string& n, ActivationRef<T>& x) {
+                    std::vector<std::int64_t> positions = {}, std::vector<T> centres = {}) {
+    require(centres.empty() || centres.size() == channels.size(), "scale_channels: one centre per channel is needed",
+            {"", name, {}});
+    if (centres.empty()) centres.assign(channels.size(), T(0));
+    hooks.add(name, [channels, factor, positions, centres](const std::string& n, ActivationRef<T>& x) {
         const detail::PositionRows r = detail::position_rows(n, x);
         const std::int64_t row = r.heads * r.width;
         detail::check_indices("channel", channels, row, n);
@@ -191,7 +199,8 @@ void scale_channels(HookSet<T>& hooks, const std::string& name, std::vector<std:
             for (std::int64_t t : detail::positions_or_all(positions, r.positions)) {
                 if (t < 0 || t >= r.positions) continue;
                 T* x_t = x.data + (s * r.positions + t) * row;
-                for (auto c : channels) x_t[c] *= factor;
+                for (std::size_t i = 0; i < channels.size(); ++i)
+                    x_t[channels[i]] = centres[i] + factor * (x_t[channels[i]] - centres[i]);
             }
     });
 }
