@@ -5,8 +5,11 @@
 doses 0, 0.25, 0.5, 1 with `sinkscope planted massive` and runs the experiment executables (b1, b2, b3,
 b4, p1) on each. --construction sink-keys: the same with `sinkscope planted sink-keys` (sink heads whose
 keys read the planted spike channel; the twin's keys are blind to it; --layout llama or layernorm-gelu) and
-b5. --construction p0-circuit: `sinkscope planted p0-circuit` (a position-0 circuit in blocks 0-1 whose heads
-each carry the identification; the twin's head 0 carries it alone; --layout llama or layernorm-gelu) and a2.
+b5 and c1 (C1: ablating the spike removes the sink; the twin's sink rests on the spike too, so C1 must say
+"reproduced" there as well; C2, below). --construction p0-circuit: `sinkscope planted p0-circuit` (a position-0 circuit in blocks 0-1 whose heads
+each carry the identification; the twin's head 0 carries it alone; --layout llama or layernorm-gelu), a2 and c1
+(C2: self-only attention in blocks 0..P gives every position the spike; both twins keep that, so C2 must say
+"reproduced" on them too).
 Every model is also run with `--random-init 1`, the project's null. Prints / writes the outcome of every
 rule per model: rule -> planted / twin / random / dose 0 / 0.25 / 0.5 / 1, and the dose threshold (the
 smallest dose at which the rule says "reproduced"). Writes calibration.json and calibration.md in --out.
@@ -33,20 +36,27 @@ import sys
 
 EXPERIMENTS = {"massive": ["b1_spike_lifecycle", "b2_quadratic_ffn", "b3_vocab_position0", "b4_rmsnorm_sparsity",
                             "p1_massive_ablation"],
-               "sink-keys": ["b5_sink_keys"],
-               "p0-circuit": ["a2_p0_circuit"]}
+               "sink-keys": ["b5_sink_keys", "c1_spike_to_sink"],
+               "p0-circuit": ["a2_p0_circuit", "c1_spike_to_sink"]}
 DOSES = [0.0, 0.25, 0.5, 1.0]
 # Rules each construction is designed to make true (theory/planted_massive.md P5, theory/planted_sink_keys.md
 # K2). B3a needs the default size: at --smoke it scores 48 vocabulary tokens, whose Clopper-Pearson lower bound
 # at 48/48 is 0.926 < 0.95.
 DESIGNED = {"massive": {"default": ["B1", "B2", "B3a", "B4"], "smoke": ["B1", "B2", "B4"]},
-            "sink-keys": {"default": ["B5"], "smoke": ["B5"]},
-            "p0-circuit": {"default": ["A2", "A2-massive"], "smoke": ["A2", "A2-massive"]}}
+            "sink-keys": {"default": ["B5", "C1", "C2"], "smoke": ["B5", "C1", "C2"]},
+            "p0-circuit": {"default": ["A2", "A2-massive", "C2"], "smoke": ["A2", "A2-massive", "C2"]}}
 # The twin's outcome where the construction fixes it: the sink-key twin keeps the spike and the sink heads
 # (every precondition holds) and its keys leave the weight-predicted subspace (the core condition fails); the
 # p0-circuit twin keeps the circuit and the spike, and one head's knockout removes it ("heads cooperate" fails).
 TWIN_EXPECTED = {"massive": {}, "sink-keys": {"B5": "not reproduced"},
                  "p0-circuit": {"A2": "not reproduced", "A2-massive": "not reproduced"}}
+# Rules whose claim the twin's switch leaves true, so the twin must say "reproduced" as well (it is no twin for
+# them): the sink-key twin's sink heads still rest on the spike, because only the spike drowns position 0's
+# marker in the norm (theory/planted_sink_keys.md K3), so ablating the spike removes their sink (C1); in every
+# construction the spike is made from position 0's unmixed attention output (a uniformly attending detector,
+# or the p0-circuit's copying heads), which neither twin's switch touches, so self-only attention at every
+# position gives every position the spike (C2).
+TWIN_TRUE = {"massive": [], "sink-keys": ["C1", "C2"], "p0-circuit": ["C2"]}
 
 
 def run(cmd, log):
@@ -162,6 +172,10 @@ def main():
         for rule, r in result["rules"].items():
             for col in ["twin", "random"]:
                 got = r["columns"].get(col, {}).get("outcome")
+                if col == "twin" and rule in TWIN_TRUE[a.construction]:
+                    if got != "reproduced":
+                        problems.append(f"{rule} on the twin: {got} (expected reproduced: the twin's switch leaves the claim true)")
+                    continue
                 if got is None or got == "reproduced" or got.startswith("error"):
                     problems.append(f"{rule} on the {col}: {got} (expected not reproduced / not applicable)")
         for rule, want in TWIN_EXPECTED[a.construction].items():

@@ -437,18 +437,28 @@ def fig_b6(r, m):
 
 
 def fig_c1(r, m):
+    """Per layer, the sink rate clean and under the spike ablation at each dose (C1: channels of layer S; C3:
+    of the early layer E) and under the random-channel control; a panel per ablation that ran."""
     rows = csv_rows(m, "sink_rates.csv")
     if not rows:
         return []
-    keys = [k for k in rows[0] if k not in ("layer", "x0_spike")]
+    layers = [int(x["layer"]) for x in rows]
+    panels = []
+    for at, claim in (("S", "C1"), ("E", "C3")):
+        keys = [k for k in rows[0] if k.startswith(f"spike_at_{at}") or k == f"random_at_{at}"]
+        if any(float(x[k]) != 0.0 for x in rows for k in keys):
+            panels.append((claim, at, keys))
+    if not panels:
+        return []
     path, rel = r.figure("c1_spike_to_sink")
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    for k in keys:
-        try:
-            ax.plot([int(x["layer"]) for x in rows], [float(x[k]) for x in rows], "o-", ms=3, label=k)
-        except ValueError:
-            continue
-    ax.set_xlabel("layer"); ax.set_ylabel("sink rate (α₀ > 0.3)"); ax.legend(fontsize=6)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 3.5), squeeze=False)
+    for ax, (claim, at, keys) in zip(axes[0], panels):
+        ax.plot(layers, [float(x["clean"]) for x in rows], "k-", lw=1.5, label="clean (dose 1)")
+        for k in keys:
+            dose = "random channels, dose 0" if k.startswith("random") else "spike, dose " + (k.split("_x")[1] if "_x" in k else "0")
+            ax.plot(layers, [float(x[k]) for x in rows], "o--" if k.startswith("random") else "o-", ms=3, label=dose)
+        ax.set_title(f"{claim}: spike channels of layer {at} scaled toward their mean", fontsize=8)
+        ax.set_xlabel("layer"); ax.set_ylabel("sink rate (α₀ > 0.3)"); ax.legend(fontsize=6)
     save(fig, path)
     return [rel]
 

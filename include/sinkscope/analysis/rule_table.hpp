@@ -540,10 +540,13 @@ inline const std::vector<Rule>& rule_table() {
              /*experiment*/ "c1_spike_to_sink",
              /*kind*/ "claim",
              /*scope*/ "S = the step-up layer of analysis::trace_spike over every sample (tau), c* its channel. The spike "
-                      "channels (a massive entry at hook_resid_post S in some sample) are mean-ablated at each sample's massive "
-                      "positions after blocks S..L-2 (value: the layer's channel mean over positions without a large entry); "
-                      "control: as many random channels never large (|x| > large_abs_min at no layer of any sample), same "
-                      "positions. Sinks (alpha0 > eps) counted in layers S+1..L-1, per sample.",
+                      "channels (a massive entry at hook_resid_post S in some sample) are set to x_l <- mu_l + f (x_l^clean - "
+                      "mu_l) at each sample's massive positions after blocks l = S..L-2 (mu_l: the layer's channel mean over "
+                      "positions without a large entry; x^clean: the clean run's value, so the dose does not compound), at doses "
+                      "f = 0 (mean-ablation), dose_low, dose_mid (f = 1: the clean run); control: as "
+                      "many random channels never large (|x| > large_abs_min at no layer of any sample), same positions, dose 0. "
+                      "Sinks (alpha0 > eps) counted in layers S+1..L-1, per sample; each counted layer's dose-response and its "
+                      "own extra drop are reported, not deciding.",
              /*values*/
                  {
                      {"step_tau", 0.2, "locator", "convention: analysis/spikes.hpp's step rule (Paper B gives none)"},  // common.hpp:326 (trace_spike default), called c1_spike_to_sink.cpp:174
@@ -558,7 +561,11 @@ inline const std::vector<Rule>& rule_table() {
                      {"extra_drop_min_heads", 1.0, ">=",
                       "convention: more than the control by one (layer, head) per sample; threshold = 1.0 / (H x counted "
                       "layers), counted layers = L-1-S (1 when C1 cannot run)"},  // c1_spike_to_sink.cpp:338 (1.0 / double(H * n_layers)), :331, used :132, :139
-                     {"kept_share_max", 0.5, "<=", "convention: removing the spike removes at least half of those sinks"},  // c1_spike_to_sink.cpp:66 (kept_max), used :143
+                     {"dose_low", 0.1, "locator", "convention: the dose-response's doses 0, 0.1, 0.3, 1 (neither paper gives a share of sinks the spike must carry)"},  // c1_spike_to_sink.cpp (doses), used c1_spike_to_sink_interventions.hpp dose_runs
+                     {"dose_mid", 0.3, "locator", "convention: the dose-response's doses 0, 0.1, 0.3, 1"},  // c1_spike_to_sink.cpp (doses)
+                     {"dose_rise_min_heads", -1.0, ">=",
+                      "convention: the sink rate follows the dose: from each dose to the next larger one the paired change is "
+                      "above minus one (layer, head) per sample; threshold = -1.0 / (H x counted layers)"},  // c1_spike_to_sink.cpp ablation_verdict (rise_min)
                  },
              /*preconditions*/ {{"samples with a massive entry (Sun et al.) after block S", "not applicable"},
                                {"clean sink rate of the counted layers", "not applicable"}},
@@ -572,10 +579,12 @@ inline const std::vector<Rule>& rule_table() {
         Rule{/*id*/ "C2",
              /*experiment*/ "c1_spike_to_sink",
              /*kind*/ "claim",
-             /*scope*/ "P = E (C3's early layer), else S. Position 0's attention output (hook_attn_out P) is copied onto every "
-                      "position t >= 1; a position gets the spike when sign(x_0[c*]) x_t[c*] after block P is >= "
-                      "spike_fraction_of_clean x the clean |x_0[c*]|; control: the attention output of one random position q "
-                      ">= 1 per sample copied the same way (t not in {0, q}); shares per sample, paired.",
+             /*scope*/ "P = E (C3's early layer), else S. Attention surgery in blocks 0..P: every head's pattern row of every "
+                      "query t >= 1 forced to self-only attention (z_t = v_t, as position 0 attends under the causal mask); a "
+                      "position gets the spike when sign(x_0[c*]) x_t[c*] after block P is >= spike_fraction_of_clean x the "
+                      "clean |x_0[c*]|; control: the same rows forced to uniform attention over keys 0..t; shares over t >= 1 "
+                      "per sample, paired. Reported, not deciding: position 0's attention output at layer P copied onto every "
+                      "t >= 1, and one random position q >= 1's (the scope before 2026-12-07).",
              /*values*/
                  {
                      {"step_tau", 0.2, "locator", "convention: analysis/spikes.hpp's step rule (Paper B gives none)"},  // common.hpp:326 (trace_spike default), called c1_spike_to_sink.cpp:174
@@ -588,7 +597,7 @@ inline const std::vector<Rule>& rule_table() {
                      {"spike_fraction_of_clean", 0.5, "locator", "convention: half the spike"},  // c1_spike_to_sink.cpp:317
                      {"patched_share_min", 0.5, ">=", "convention: most positions"},  // c1_spike_to_sink.cpp:69 (patch_share_min), used :380, :390
                      {"control_excess_min_positions", 1.0, ">=",
-                      "convention: more than the control by one position; threshold = 1.0 / (T - 1)"},  // c1_spike_to_sink.cpp:382
+                      "convention: more than the uniform-attention control by one position; threshold = 1.0 / (T - 1)"},  // c1_spike_to_sink.cpp (C2 verdict)
                  },
              /*preconditions*/ {{"samples whose spike coordinate |x_0[c*]| > 100 after block P", "not applicable"}},
              /*outcomes*/ {{"every condition holds", "reproduced"},
@@ -601,8 +610,8 @@ inline const std::vector<Rule>& rule_table() {
              /*kind*/ "claim",
              /*scope*/ "E = the first layer l < S whose |mean over samples of x_0[c*]| exceeds early_layer_mean_abs_min (S, c* "
                       "as in C1). Its large entries (|x| > large_abs_min at hook_resid_post E) give the channels and positions, "
-                      "mean-ablated after blocks E..S-1; C1's random never-large control; sinks (alpha0 > eps) counted in "
-                      "layers E+1..S, per sample.",
+                      "dosed as in C1 after blocks E..S-1 at C1's doses; C1's random never-large control at dose 0; "
+                      "sinks (alpha0 > eps) counted in layers E+1..S, per sample; each counted layer's dose-response reported.",
              /*values*/
                  {
                      {"step_tau", 0.2, "locator", "convention: analysis/spikes.hpp's step rule (Paper B gives none)"},  // common.hpp:326 (trace_spike default), called c1_spike_to_sink.cpp:174
@@ -620,7 +629,11 @@ inline const std::vector<Rule>& rule_table() {
                      {"extra_drop_min_heads", 1.0, ">=",
                       "convention: more than the control by one (layer, head) per sample; threshold = 1.0 / (H x counted "
                       "layers), counted layers = S-E (1 when C3 cannot run)"},  // c1_spike_to_sink.cpp:355 (1.0 / double(H * n_layers)), :347, used :132, :139
-                     {"kept_share_max", 0.5, "<=", "convention: removing the spike removes at least half of those sinks"},  // c1_spike_to_sink.cpp:66 (kept_max), used :143
+                     {"dose_low", 0.1, "locator", "convention: the dose-response's doses 0, 0.1, 0.3, 1 (neither paper gives a share of sinks the spike must carry)"},  // c1_spike_to_sink.cpp (doses), used c1_spike_to_sink_interventions.hpp dose_runs
+                     {"dose_mid", 0.3, "locator", "convention: the dose-response's doses 0, 0.1, 0.3, 1"},  // c1_spike_to_sink.cpp (doses)
+                     {"dose_rise_min_heads", -1.0, ">=",
+                      "convention: the sink rate follows the dose: from each dose to the next larger one the paired change is "
+                      "above minus one (layer, head) per sample; threshold = -1.0 / (H x counted layers)"},  // c1_spike_to_sink.cpp ablation_verdict (rise_min)
                  },
              /*preconditions*/ {{"samples with |x_0[c*]| > 100 after block E", "not applicable"},
                                {"clean sink rate of the counted layers", "not applicable"}},
