@@ -30,7 +30,7 @@
 #include <sinkscope/core/measures.hpp>
 #include <sinkscope/cuda.hpp>
 #include <sinkscope/model/load.hpp>
-#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/model/config_io.hpp>
 #include <sinkscope/train/init.hpp>
 
 using namespace sinkscope;
@@ -176,7 +176,7 @@ model::Config smollm2_config(const std::string& arg, model::Weights<float>& w, b
     }
     std::ifstream f(arg);
     if (!f.good()) throw Error("bench_cuda: neither a readable GGUF nor a config JSON", {arg, "", {}});
-    const model::Config c = train::config_from_json(json::parse(f));
+    const model::Config c = model::config_from_json(json::parse(f));
     w = train::init_weights<float>(c, 1);
     real = false;
     return c;
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
         if (argc >= 2 && std::string(argv[1]) == "--write-config") {
             if (argc < 4) { std::cerr << "usage: bench_cuda --write-config MODEL.gguf OUT.json\n"; return 2; }
             const auto m = model::load_model<float>(argv[2]);
-            std::ofstream(argv[3]) << train::config_to_json(m.config).dump(1) << "\n";
+            std::ofstream(argv[3]) << model::config_to_json(m.config).dump(1) << "\n";
             return 0;
         }
         const std::string model_arg = argc > 1 ? argv[1] : "bench/smollm2_135m.config.json";

@@ -86,7 +86,7 @@
 #include <sinkscope/model/batch.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
-#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/model/config_io.hpp>
 #include <sinkscope/train/planted_export.hpp>
 #include <sinkscope/train/random_model.hpp>
 #include <sinkscope/version.hpp>
@@ -248,7 +248,7 @@ int cmd_capture(const std::string& path, const std::string& text, const std::str
         io::write_npy(out + "/" + name + ".npy", a.data.data(), shape);
     }
     nlohmann::json meta{{"sinkscope_version", version()}, {"model", path}, {"format", m.format},
-                        {"tokens", ids}, {"hooks", wanted}, {"config", train::config_to_json(m.config)},
+                        {"tokens", ids}, {"hooks", wanted}, {"config", model::config_to_json(m.config)},
                         {"forward_seconds", elapsed}, {"dtype", "float32"},
                         {"weights", model::to_string(m.weights.storage)},
                         {"compute", compute_name(m.weights)}, {"bos", bos.to_json()}};
@@ -311,7 +311,7 @@ void create_out_dir(const std::string& what, const std::string& out) {
 
 nlohmann::json run_meta(const std::string& path, const model::LoadedModel<float>& m, const std::vector<std::int32_t>& ids) {
     nlohmann::json meta{{"sinkscope_version", version()}, {"model", path}, {"format", m.format}, {"tokens", ids},
-                        {"config", train::config_to_json(m.config)}};
+                        {"config", model::config_to_json(m.config)}};
     return meta;
 }
 

@@ -41,7 +41,7 @@
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/interventions.hpp>
 #include <sinkscope/model/load.hpp>
-#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/model/config_io.hpp>
 #include <sinkscope/train/random_model.hpp>
 
 #include "arrays.hpp"
@@ -130,7 +130,7 @@ public:
 
     const model::LoadedModel<float>& loaded() const { return m_; }
     const std::vector<std::string>& hook_names() const { return names_; }
-    std::string config_json() const { return train::config_to_json(m_.config).dump(); }
+    std::string config_json() const { return model::config_to_json(m_.config).dump(); }
 
     void require_hook(const std::string& name) const {
         require(std::find(names_.begin(), names_.end(), name) != names_.end(),

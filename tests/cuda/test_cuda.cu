@@ -31,7 +31,7 @@
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/train/backward.hpp>
-#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/model/config_io.hpp>
 #include <sinkscope/train/init.hpp>
 #include <sinkscope/train/loss.hpp>
 #include <sinkscope/train/model_backward.hpp>

@@ -17,7 +17,7 @@
 #include <sinkscope/io/npy.hpp>
 #include <sinkscope/model/forward.hpp>
 #include <sinkscope/model/load.hpp>
-#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/model/config_io.hpp>
 #include <sinkscope/train/init.hpp>
 #include <sinkscope/train/tape.hpp>
 
@@ -423,7 +423,7 @@ TEST_CASE("mixture-of-experts configs: validation, ties, JSON, training refusal 
     moe_router_forward(w, chosen, tied, 2, false);
     CHECK(w(0, 0) == Approx(0.25));
 
-    const Config back = train::config_from_json(train::config_to_json(c));
+    const Config back = model::config_from_json(model::config_to_json(c));
     CHECK(back.ffn == FfnKind::moe);
     CHECK(back.n_experts == 4);
     CHECK(back.n_experts_used == 2);
@@ -609,7 +609,7 @@ TEST_CASE("Llama 3.1's RoPE divisors follow the llama3 formula and rotate by Hug
     // The divisors are a forward-only switch (training and CUDA refuse them), kept by config JSON, and validated.
     const Config& c = hf.config;
     CHECK(c.forward_only_switches().find("rope_freq_divisors") != std::string::npos);
-    CHECK(train::config_from_json(train::config_to_json(c)).rope_freq_divisors == c.rope_freq_divisors);
+    CHECK(model::config_from_json(model::config_to_json(c)).rope_freq_divisors == c.rope_freq_divisors);
     auto message = [](Config x) {
         try { x.validate(); } catch (const Error& e) { return std::string(e.what()); }
         return std::string();

@@ -1,4 +1,4 @@
-// train/config_io.hpp: model::Config → JSON → Config is the identity when every field is away from its
+// model/config_io.hpp: model::Config → JSON → Config is the identity when every field is away from its
 // default (so a field that the writer or the reader forgets fails the test), through the JSON text too;
 // every enum name round-trips; and the errors config_io.hpp promises (unknown key, unknown enum name,
 // wrong types, not an object) name the key.
@@ -16,7 +16,8 @@
 
 #include <nlohmann/json.hpp>
 #include <sinkscope/model/config.hpp>
-#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/model/config_io.hpp>
+#include <sinkscope/train/config_io.hpp>  // the deprecated names, checked below
 
 using namespace sinkscope;
 using model::Config;
@@ -111,7 +112,7 @@ TEST_CASE("config_io: every field away from its default survives Config → JSON
     INFO("fields still at their default: " << ::Catch::Detail::stringify(same_as_default));
     REQUIRE(same_as_default.empty());
 
-    const nlohmann::json j = train::config_to_json(c);
+    const nlohmann::json j = model::config_to_json(c);
     // one key per field, named as the field
     REQUIRE(j.is_object());
     CHECK(j.size() == field_names.size());
@@ -122,15 +123,15 @@ TEST_CASE("config_io: every field away from its default survives Config → JSON
     CHECK(j.at("norm") == "dynamic_tanh");  // enums by their to_string names
     CHECK(j.at("gate") == "static_per_channel");
 
-    const Config back = train::config_from_json(j);
+    const Config back = model::config_from_json(j);
     INFO("fields that differ after the round trip: " << ::Catch::Detail::stringify(differing_fields(c, back)));
     CHECK(differing_fields(c, back).empty());
     // through the text, as checkpoints and run directories store it: doubles must print exactly
-    const Config from_text = train::config_from_json(nlohmann::json::parse(j.dump()));
+    const Config from_text = model::config_from_json(nlohmann::json::parse(j.dump()));
     INFO("fields that differ after the text round trip: " << ::Catch::Detail::stringify(differing_fields(c, from_text)));
     CHECK(differing_fields(c, from_text).empty());
     // and the defaults round-trip too (the reader must not turn a default into something else)
-    CHECK(differing_fields(Config{}, train::config_from_json(train::config_to_json(Config{}))).empty());
+    CHECK(differing_fields(Config{}, model::config_from_json(model::config_to_json(Config{}))).empty());
 }
 
 TEST_CASE("config_io: every name of every enum round-trips", "[train][config_io]") {
@@ -140,8 +141,8 @@ TEST_CASE("config_io: every name of every enum round-trips", "[train][config_io]
         for (const auto& [value, name] : model::EnumNames<E>::values) {
             Config c;
             c.*field = value;
-            const nlohmann::json j = train::config_to_json(c);
-            const Config back = train::config_from_json(j);
+            const nlohmann::json j = model::config_to_json(c);
+            const Config back = model::config_from_json(j);
             INFO("enum name " << name);
             CHECK(back.*field == value);
             CHECK(differing_fields(c, back).empty());
@@ -162,8 +163,8 @@ TEST_CASE("config_io: every name of every enum round-trips", "[train][config_io]
 }
 
 TEST_CASE("config_io: missing keys keep the Config default", "[train][config_io]") {
-    CHECK(differing_fields(Config{}, train::config_from_json(nlohmann::json::object())).empty());
-    const Config c = train::config_from_json(nlohmann::json{{"d_model", 7}, {"rope_layout", "interleaved"}});
+    CHECK(differing_fields(Config{}, model::config_from_json(nlohmann::json::object())).empty());
+    const Config c = model::config_from_json(nlohmann::json{{"d_model", 7}, {"rope_layout", "interleaved"}});
     CHECK(differing_fields(Config{}, c) == std::vector<std::string>{"d_model", "rope_layout"});
     CHECK(c.d_model == 7);
     CHECK(c.rope_layout == model::RopeLayout::interleaved);
@@ -171,7 +172,7 @@ TEST_CASE("config_io: missing keys keep the Config default", "[train][config_io]
 
 TEST_CASE("config_io: unknown keys, unknown enum names and wrong types are errors that name the key", "[train][config_io]") {
     using nlohmann::json;
-    using train::config_from_json;
+    using model::config_from_json;
     CHECK_THROWS_WITH(config_from_json(json::array({1, 2})), "sinkscope: config: JSON is not an object");
     CHECK_THROWS_WITH(config_from_json(json{{"d_model", 8}, {"dmodel", 8}}), "sinkscope: config: unknown key 'dmodel'");
     CHECK_THROWS_WITH(config_from_json(json{{"norm", "batchnorm"}}),
@@ -190,4 +191,9 @@ TEST_CASE("config_io: unknown keys, unknown enum names and wrong types are error
                       "sinkscope: config: 'rope_freq_divisors' must be an array of numbers");
     // an integer where a number is expected is a number
     CHECK(config_from_json(json{{"rope_base", 20000}}).rope_base == 20000.0);
+}
+
+TEST_CASE("config_io: the names under train:: are model::'s (deprecated home)", "[train][config_io]") {
+    CHECK(&train::config_to_json == &model::config_to_json);
+    CHECK(&train::config_from_json == &model::config_from_json);
 }

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <sinkscope/io/safetensors.hpp>
-#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/model/config_io.hpp>
 #include <sinkscope/train/loss.hpp>
 #include <sinkscope/train/model_backward.hpp>
 #include <sinkscope/train/optimizer.hpp>

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <sinkscope/io/safetensors.hpp>
-#include <sinkscope/train/config_io.hpp>
+#include <sinkscope/model/config_io.hpp>
 #include <sinkscope/train/loss.hpp>
 #include <sinkscope/train/optimizer.hpp>
 
@@ -36,7 +36,7 @@ inline TrainFixture load_train_fixture(const std::string& name) {
     REQUIRE(meta.value("magic", "") == "sinkscope-train-fixture");
     REQUIRE(meta.value("version", "") == "1");
     TrainFixture fx;
-    fx.config = train::config_from_json(nlohmann::json::parse(meta["config"].get<std::string>()));
+    fx.config = model::config_from_json(nlohmann::json::parse(meta["config"].get<std::string>()));
     const auto m = nlohmann::json::parse(meta["loss_mask"].get<std::string>());
     fx.mask = {m["begin"].get<std::int64_t>(), m["end"].get<std::int64_t>(), m["skip_first"].get<bool>()};
     const auto o = nlohmann::json::parse(meta["optimizer"].get<std::string>());

@@ -39,7 +39,7 @@
 #include "sinkscope/io/safetensors.hpp"
 #include "sinkscope/model/load.hpp"
 #include "sinkscope/model/weights.hpp"
-#include "sinkscope/train/config_io.hpp"
+#include "sinkscope/model/config_io.hpp"
 #include "sinkscope/version.hpp"
 
 namespace sinkscope::analysis {
@@ -204,7 +204,7 @@ inline nlohmann::json model_identity(const std::string& path, const model::Loade
             {"parameters", model::parameter_count(m.weights)},
             {"precision", {{"tensor_types", types}, {"dominant", dominant},
                            {"weights", model::to_string(m.weights.storage)}}},
-            {"config", train::config_to_json(m.config)}};
+            {"config", model::config_to_json(m.config)}};
 }
 
 // Where the massive activation forms: the first layer whose largest |x| meets Sun et al.'s criterion

@@ -29,7 +29,7 @@
 #include "sinkscope/model/forward.hpp"
 #include "sinkscope/model/load.hpp"
 #include "sinkscope/model/reducers.hpp"
-#include "sinkscope/train/config_io.hpp"
+#include "sinkscope/model/config_io.hpp"
 
 namespace sinkscope::analysis {
 
@@ -156,7 +156,7 @@ inline StatsRun run_stats(const model::LoadedModel<float>& m, const StatsRequest
                                         std::to_string(r.shard.count) + " shards");
     const std::int64_t first = r.shard.begin(total), end = r.shard.end(total);
     nlohmann::json settings{
-        {"model", r.model}, {"config", train::config_to_json(m.config)}, {"seq_len", r.seq_len}, {"bos", r.bos}, {"eps", r.eps},
+        {"model", r.model}, {"config", model::config_to_json(m.config)}, {"seq_len", r.seq_len}, {"bos", r.bos}, {"eps", r.eps},
         {"max_samples", r.max_samples}, {"text_file", r.text_file}, {"text", r.text}, {"tokens_file", r.tokens_file},
         {"total_samples", total}, {"samples_fnv1a", samples_fingerprint(samples)}};
     // The arithmetic, so that `merge` refuses shards computed differently (float32 against int8 or bf16

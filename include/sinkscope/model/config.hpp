@@ -188,6 +188,56 @@ struct Config {
     bool norm_bias = false;               // LayerNorm has a bias (GPT-2); RMSNorm never
     bool tied_embeddings = true;          // output head = token embedding
 
+    // Every field, in declaration order, as f("name", field) with the field's own type: the one list of the
+    // fields that model/config_io.hpp's to_json and from_json read (JSON keys = field names). Self is Config or
+    // const Config. A new field goes here too; tests/train/test_config_io.cpp's structured binding fails to
+    // compile until it does.
+    template <class Self, class F>
+    static void visit_fields(Self& c, F&& f) {
+        f("architecture", c.architecture);
+        f("n_layers", c.n_layers);
+        f("d_model", c.d_model);
+        f("n_heads", c.n_heads);
+        f("n_kv_heads", c.n_kv_heads);
+        f("head_dim", c.head_dim);
+        f("d_ff", c.d_ff);
+        f("vocab_size", c.vocab_size);
+        f("context_length", c.context_length);
+        f("norm", c.norm);
+        f("norm_placement", c.norm_placement);
+        f("norm_eps", c.norm_eps);
+        f("qk_norm", c.qk_norm);
+        f("qk_norm_scope", c.qk_norm_scope);
+        f("dyt_alpha0_attn", c.dyt_alpha0_attn);
+        f("dyt_alpha0_other", c.dyt_alpha0_other);
+        f("ffn", c.ffn);
+        f("activation", c.activation);
+        f("n_experts", c.n_experts);
+        f("n_experts_used", c.n_experts_used);
+        f("moe_normalize_topk", c.moe_normalize_topk);
+        f("attention", c.attention);
+        f("gate", c.gate);
+        f("sliding_window", c.sliding_window);
+        f("layer_windows", c.layer_windows);
+        f("attn_scale", c.attn_scale);
+        f("attn_softcap", c.attn_softcap);
+        f("parallel_residual", c.parallel_residual);
+        f("force_sink_channels", c.force_sink_channels);
+        f("positions", c.positions);
+        f("rope_layout", c.rope_layout);
+        f("rope_base", c.rope_base);
+        f("rope_base_sliding", c.rope_base_sliding);
+        f("rotary_dim", c.rotary_dim);
+        f("rope_freq_divisors", c.rope_freq_divisors);
+        f("embed_scale", c.embed_scale);
+        f("logit_softcap", c.logit_softcap);
+        f("qkv_bias", c.qkv_bias);
+        f("out_bias", c.out_bias);
+        f("mlp_bias", c.mlp_bias);
+        f("norm_bias", c.norm_bias);
+        f("tied_embeddings", c.tied_embeddings);
+    }
+
     std::int64_t q_dim() const { return n_heads * head_dim; }
     std::int64_t kv_dim() const { return n_kv_heads * head_dim; }
     std::int64_t n_sub_blocks() const { return 2 * n_layers; }

@@ -31,7 +31,7 @@
 #include "sinkscope/io/safetensors.hpp"
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
-#include "sinkscope/train/config_io.hpp"
+#include "sinkscope/model/config_io.hpp"
 #include "sinkscope/train/init.hpp"
 #include "sinkscope/train/model_backward.hpp"
 #include "sinkscope/train/optimizer.hpp"
@@ -113,7 +113,7 @@ void save_checkpoint(const std::string& path, const model::Config& c, model::Wei
     add("adam_m.", opt.m());
     add("adam_v.", opt.v());
     const nlohmann::json meta = {{"magic", "sinkscope-checkpoint"}, {"version", "1"}, {"step", std::to_string(step)},
-                                 {"optimizer_step", std::to_string(opt.step())}, {"config", config_to_json(c).dump()},
+                                 {"optimizer_step", std::to_string(opt.step())}, {"config", model::config_to_json(c).dump()},
                                  {"run", run.dump()}, {"rng", rng_state}, {"dtype", dtype_name<T>()}};
     write_safetensors(path, out, meta);
 }
@@ -129,7 +129,7 @@ Checkpoint<T> load_checkpoint(const std::string& path) {
     require(get("magic") == "sinkscope-checkpoint", "not a sinkscope checkpoint (magic '" + get("magic") + "')", {path, "", {}});
     require(get("version") == "1", "unsupported checkpoint version " + get("version"), {path, "", {}});
     Checkpoint<T> ck;
-    ck.config = config_from_json(nlohmann::json::parse(get("config")));
+    ck.config = model::config_from_json(nlohmann::json::parse(get("config")));
     ck.config.validate();
     ck.step = std::stoll(get("step"));
     ck.optimizer_step = std::stoll(get("optimizer_step"));

@@ -50,7 +50,7 @@
 #include "sinkscope/model/config.hpp"
 #include "sinkscope/model/weights.hpp"
 #include "sinkscope/train/checkpoint.hpp"
-#include "sinkscope/train/config_io.hpp"
+#include "sinkscope/model/config_io.hpp"
 #include "sinkscope/train/data.hpp"
 #include "sinkscope/train/init.hpp"
 #include "sinkscope/train/loss.hpp"
@@ -105,7 +105,7 @@ struct TrainConfig {
     }
 
     nlohmann::json to_json() const {
-        return {{"model", config_to_json(model)},
+        return {{"model", model::config_to_json(model)},
                 {"optim", {{"lr", optim.lr}, {"beta1", optim.beta1}, {"beta2", optim.beta2}, {"eps", optim.eps},
                            {"weight_decay", optim.weight_decay}, {"grad_clip", optim.grad_clip},
                            {"warmup_steps", optim.warmup_steps}, {"total_steps", optim.total_steps},
@@ -118,7 +118,7 @@ struct TrainConfig {
     }
     static TrainConfig from_json(const nlohmann::json& j) {
         TrainConfig t;
-        t.model = config_from_json(j.at("model"));
+        t.model = model::config_from_json(j.at("model"));
         const auto& o = j.at("optim");
         t.optim.lr = o.at("lr"); t.optim.beta1 = o.at("beta1"); t.optim.beta2 = o.at("beta2"); t.optim.eps = o.at("eps");
         t.optim.weight_decay = o.at("weight_decay"); t.optim.grad_clip = o.at("grad_clip");
