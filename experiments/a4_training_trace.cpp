@@ -22,8 +22,10 @@
 //                 more than halfway from the uniform share 2/L to all of it; 0.75 at L = 4)
 // Null: checkpoint 0 (the untrained model) has no sink; with --random-init SEED nothing is trained and
 // every checkpoint is that untrained model (seed SEED): no sink → "not applicable".
+// Decision level (--from-table FILE): no training; the rule decides on FILE's sink heads (a sink_heads.csv, e.g. an
+// earlier run's or a synthetic series, scripts/calibrate_decisions.py) of a --layers × --heads model.
 // Command: build/experiments/a4_training_trace [--steps 2000] [--every 250] [--eval 64] [--recipe guo] [--out out/a4_training_trace]
-// Writes: alpha.npy, norm_ratio.npy [checkpoints × L × K], checkpoints.csv, meta.json.
+// Writes: alpha.npy, norm_ratio.npy [checkpoints × L × K], checkpoints.csv, sink_heads.csv, meta.json.
 #include "training.hpp"
 
 #include <sinkscope/analysis/checkpoint_trend.hpp>
@@ -42,11 +44,106 @@ struct Config {
     std::int64_t eval = 64;       // validation sequences per checkpoint
     std::int64_t positions = 4;   // K: key positions tracked
     double eps = analysis::rule("A4").value("sink_eps");  // Gu et al.'s 0.3
+    std::string from_table;       // decision level: decide from this sink_heads.csv instead of training
 };
 
-// The rule's numbers (a sink: Sink^0.3_0 lower bound; the fitted change of the layers-0–1 share; the checkpoints a
-// trend needs; the early layers and the concentration threshold) are read from the registered rule A4
-// (analysis/rule_table.hpp), the only place they are written.
+// The rule's numbers are read from the registered rule A4 (analysis/rule_table.hpp), the only place they are written.
+
+// What the rule reads, per checkpoint k (ascending steps) and validation sequence i: the number of sink heads
+// (alpha0 > eps) in layers 0-1 and in all layers. Measured from a training run, or read back from a
+// sink_heads.csv (--from-table, the decision level).
+struct SinkHeads {
+    std::vector<double> steps;
+    std::vector<std::vector<double>> early, all;  // [k][i]
+    std::vector<std::vector<double>> rate;        // Sink^eps_0 per sequence, [k][i] (all / (L x H), as measured)
+};
+
+// The A4 verdict from the sink heads of every checkpoint (the registered rule A4; the rule text below).
+analysis::Verdict a4_verdict(const SinkHeads& sh, std::int64_t L, analysis::Outcome absent) {
+    const analysis::Rule& R = analysis::rule("A4");
+    const auto& sink_rates = sh.rate;
+    // (1 + u) x 0.5, u = early_layers / L: the same double as the first version's (1.0 + 2.0 / L) / 2.0.
+    const double concentrated = (1.0 + R.value("early_layers") / double(L)) * R.value("concentration_excess_over_uniform");
+    std::vector<std::vector<double>> fn, an;
+    std::vector<double> xs;
+    json sink_steps = json::array();
+    for (std::size_t k = 0; k < sink_rates.size(); ++k)
+        if (analysis::bootstrap_mean(sink_rates[k]).lo >= R.value("sink_checkpoint_rate_min")) {
+            fn.push_back(sh.early[k]);
+            an.push_back(sh.all[k]);
+            xs.push_back(double(k));
+            sink_steps.push_back(sh.steps[k]);
+        }
+    const auto& last = sink_rates.back();
+    analysis::Verdict v(
+        "A4: trained without BOS, the position-0 sink moves toward layers 0-1 over training and concentrates there",
+        "share_c = sink heads (alpha0 > 0.3) in layers 0-1 / all sink heads, pooled over the validation sequences at "
+        "checkpoint c. Preconditions (else 'not shown at this scale'): a sink forms (last checkpoint's Sink^0.3_0, "
+        "bootstrap over sequences, lower bound >= 0.1; convention: one head in ten) at >= 3 checkpoints (a trend needs three "
+        "points). Reproduced when (1) the least-squares change of share_c over those checkpoints (bootstrap over sequences) "
+        "has lower bound >= 0.1 (convention: the sink moves by >= 10 points of its mass toward layers 0-1) and (2) the last "
+        "checkpoint's share has lower bound >= (1 + 2/L)/2 (convention: more than halfway from the uniform share 2/L to all; "
+        "Paper A: 'finally concentrates in layers 0-1'); otherwise not reproduced",
+        "checkpoint 0 (the untrained model) has no sink, hence no trend; with --random-init SEED nothing is trained and every "
+        "checkpoint is the untrained model: must give 'not applicable'");
+    v.registered(R);
+    v.precondition(analysis::bootstrap_condition("Sink^0.3_0 (all layers) at the last checkpoint", analysis::mean_of(last),
+                                                 analysis::bootstrap_mean(last), std::int64_t(last.size()),
+                                                 R.value("last_checkpoint_sink_rate_min")),
+                   absent);
+    v.precondition(analysis::exact_condition("checkpoints with a sink", double(xs.size()), std::int64_t(sink_rates.size()),
+                                             R.value("sink_checkpoints_min")),
+                   absent);
+    if (xs.size() >= 2) {
+        const auto trend = analysis::share_trend(fn, an, xs);
+        v.condition(analysis::bootstrap_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
+                                                  trend.change, trend.ci, trend.units, R.value("migration_change_min")));
+        std::vector<double> fl = fn.back(), al = an.back();
+        double sf = 0, sa = 0;
+        for (std::size_t i = 0; i < fl.size(); ++i) { sf += fl[i]; sa += al[i]; }
+        v.condition(analysis::bootstrap_condition("layers-0-1 share of sink heads at the last checkpoint", sa > 0 ? sf / sa : std::nan(""),
+                                                  analysis::bootstrap_ratio(fl, al), std::int64_t(fl.size()), concentrated));
+        v.details()["shares"] = trend.shares;
+    } else {
+        v.condition(analysis::exact_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
+                                              std::nan(""), 0, R.value("migration_change_min")));
+    }
+    const auto first_ci = analysis::bootstrap_mean(sink_rates.front());
+    v.check("checkpoint 0 (untrained) Sink^0.3_0 upper bound, null: below 0.1", first_ci.hi, R.value("sink_checkpoint_rate_min"),
+            first_ci.hi < R.value("sink_checkpoint_rate_min"));
+    v.details()["sink_checkpoint_steps"] = sink_steps;
+    v.details()["concentration_threshold"] = concentrated;
+    v.details()["layers"] = L;
+    return v;
+}
+
+// sink_heads.csv: one row per (checkpoint, sequence); --from-table reads it back.
+void write_sink_heads(const std::string& path, const SinkHeads& sh) {
+    Csv f(path, {"step", "sequence", "sink_heads_layers_01", "sink_heads_all"});
+    for (std::size_t k = 0; k < sh.steps.size(); ++k)
+        for (std::size_t i = 0; i < sh.all[k].size(); ++i)
+            f.row(std::int64_t(sh.steps[k]), i, std::lround(sh.early[k][i]), std::lround(sh.all[k][i]));
+}
+SinkHeads read_sink_heads(const std::string& path) {
+    const CsvTable t(path, {"step", "sequence", "sink_heads_layers_01", "sink_heads_all"});
+    SinkHeads sh;
+    for (std::size_t n = 0; n < t.size(); ++n) {
+        const double step = t.number(n, "step"), early = t.number(n, "sink_heads_layers_01"), all = t.number(n, "sink_heads_all");
+        if (sh.steps.empty() || step != sh.steps.back()) {
+            require(sh.steps.empty() || step > sh.steps.back(), "--from-table: " + path + ": the steps must ascend", {path, "", {}});
+            sh.steps.push_back(step);
+            sh.early.emplace_back();
+            sh.all.emplace_back();
+        }
+        require(early >= 0 && early <= all, "--from-table: " + path + ": a row has more sink heads in layers 0-1 than in all layers",
+                {path, "", {}});
+        sh.early.back().push_back(early);
+        sh.all.back().push_back(all);
+    }
+    for (const auto& a : sh.all)
+        require(a.size() == sh.all[0].size(), "--from-table: " + path + ": every checkpoint needs the same sequences", {path, "", {}});
+    return sh;
+}
 
 // This experiment's flags (after the common ones, experiments/common.hpp) and its --smoke sizes.
 void add_flags(CLI::App& app, Config& cfg) {
@@ -61,6 +158,9 @@ void add_flags(CLI::App& app, Config& cfg) {
     app.add_option("--seq-len", cfg.size.seq_len, "T")->capture_default_str();
     app.add_option("--eval", cfg.eval, "validation sequences per checkpoint")->capture_default_str();
     app.add_option("--bos", cfg.size.bos, "train and measure with [BOS] at position 0 (Paper A's premise: no)")->capture_default_str();
+    app.add_option("--from-table", cfg.from_table,
+                   "decide from this table (a sink_heads.csv: step, sequence, sink_heads_layers_01, sink_heads_all, of a model "
+                   "with --layers x --heads heads) instead of training: the decision level");
 }
 void smoke_sizes(Config& cfg) {
     cfg.size = TrainSize{4, 16, 2, 16, 8, 2, 6, 2, 2, 3e-3, 0.1, cfg.size.task, cfg.size.bos, 0, cfg.size.recipe};
@@ -74,6 +174,24 @@ int main(int argc, char** argv) {
                                 "A4: the sink / P0-norm location over training checkpoints"};
     return run_experiment<std::exception>(argc, argv, experiment, cfg, add_flags, smoke_sizes, [&](Run& run, const CommonOptions& opt) {
         const bool null_run = opt.random_init >= 0;
+        if (!cfg.from_table.empty()) {
+            // Decision level: the rule on a table of sink heads (an earlier run's sink_heads.csv, or a synthetic one).
+            require(!null_run, "--from-table and --random-init exclude each other");
+            SinkHeads sh = read_sink_heads(cfg.from_table);
+            const std::int64_t L = cfg.size.layers, H = cfg.size.heads;
+            sh.rate = sh.all;
+            for (auto& per_ckpt : sh.rate)
+                for (double& x : per_ckpt) {
+                    require(x <= double(L * H), "--from-table: " + cfg.from_table + " counts more sink heads than --layers x --heads = " +
+                                                    std::to_string(L * H), {cfg.from_table, "", {}});
+                    x /= double(L * H);
+                }
+            run.config() = {{"from_table", cfg.from_table}, {"layers", L}, {"heads", H}, {"checkpoints", sh.steps.size()}};
+            run.meta()["model"] = "no model: the sink heads of " + cfg.from_table + " (--from-table, decision level)";
+            run.verdict(a4_verdict(sh, L, analysis::Outcome::not_shown));
+            run.finish();
+            return;
+        }
         const auto tc = train_config(cfg.size, opt.seed + 1);
         run.config() = {{"train", tc.to_json()}, {"every", cfg.every}, {"eval_sequences", cfg.eval},
                         {"positions", cfg.positions}, {"eps", cfg.eps}};
@@ -169,61 +287,10 @@ int main(int argc, char** argv) {
         run.npy("norm_ratio.npy", ratio, {std::size_t(checkpoints), std::size_t(L), std::size_t(K)});
         run.results()["checkpoints"] = cj;
 
-        // The verdict: trend of the layers-0–1 share over the checkpoints that have a sink.
-        // (1 + u) x 0.5, u = early_layers / L: the same double as the first version's (1.0 + 2.0 / L) / 2.0.
-        const double concentrated = (1.0 + R.value("early_layers") / double(L)) * R.value("concentration_excess_over_uniform");
-        std::vector<std::vector<double>> fn, an;
-        std::vector<double> xs;
-        json sink_steps = json::array();
-        for (std::size_t k = 0; k < sink_rates.size(); ++k)
-            if (analysis::bootstrap_mean(sink_rates[k]).lo >= R.value("sink_checkpoint_rate_min")) {
-                fn.push_back(first_heads[k]);
-                an.push_back(all_heads[k]);
-                xs.push_back(double(k));
-                sink_steps.push_back(steps[k]);
-            }
-        const auto& last = sink_rates.back();
-        analysis::Verdict v(
-            "A4: trained without BOS, the position-0 sink moves toward layers 0-1 over training and concentrates there",
-            "share_c = sink heads (alpha0 > 0.3) in layers 0-1 / all sink heads, pooled over the validation sequences at "
-            "checkpoint c. Preconditions (else 'not shown at this scale'): a sink forms (last checkpoint's Sink^0.3_0, "
-            "bootstrap over sequences, lower bound >= 0.1; convention: one head in ten) at >= 3 checkpoints (a trend needs three "
-            "points). Reproduced when (1) the least-squares change of share_c over those checkpoints (bootstrap over sequences) "
-            "has lower bound >= 0.1 (convention: the sink moves by >= 10 points of its mass toward layers 0-1) and (2) the last "
-            "checkpoint's share has lower bound >= (1 + 2/L)/2 (convention: more than halfway from the uniform share 2/L to all; "
-            "Paper A: 'finally concentrates in layers 0-1'); otherwise not reproduced",
-            "checkpoint 0 (the untrained model) has no sink, hence no trend; with --random-init SEED nothing is trained and every "
-            "checkpoint is the untrained model: must give 'not applicable'");
-        v.registered(R);
-        const auto absent = null_run ? analysis::Outcome::not_applicable : analysis::Outcome::not_shown;
-        v.precondition(analysis::bootstrap_condition("Sink^0.3_0 (all layers) at the last checkpoint", analysis::mean_of(last),
-                                                     analysis::bootstrap_mean(last), std::int64_t(last.size()),
-                                                     R.value("last_checkpoint_sink_rate_min")),
-                       absent);
-        v.precondition(analysis::exact_condition("checkpoints with a sink", double(xs.size()), std::int64_t(sink_rates.size()),
-                                                 R.value("sink_checkpoints_min")),
-                       absent);
-        if (xs.size() >= 2) {
-            const auto trend = analysis::share_trend(fn, an, xs);
-            v.condition(analysis::bootstrap_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
-                                                      trend.change, trend.ci, trend.units,
-                                                      R.value("migration_change_min")));
-            std::vector<double> fl = fn.back(), al = an.back();
-            double sf = 0, sa = 0;
-            for (std::size_t i = 0; i < fl.size(); ++i) { sf += fl[i]; sa += al[i]; }
-            v.condition(analysis::bootstrap_condition("layers-0-1 share of sink heads at the last checkpoint", sa > 0 ? sf / sa : std::nan(""),
-                                                      analysis::bootstrap_ratio(fl, al), std::int64_t(fl.size()), concentrated));
-            v.details()["shares"] = trend.shares;
-        } else {
-            v.condition(analysis::exact_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
-                                                  std::nan(""), 0, R.value("migration_change_min")));
-        }
-        const auto first_ci = analysis::bootstrap_mean(sink_rates.front());
-        v.check("checkpoint 0 (untrained) Sink^0.3_0 upper bound, null: below 0.1", first_ci.hi, R.value("sink_checkpoint_rate_min"),
-                first_ci.hi < R.value("sink_checkpoint_rate_min"));
-        v.details()["sink_checkpoint_steps"] = sink_steps;
-        v.details()["concentration_threshold"] = concentrated;
-        v.details()["layers"] = L;
+        // The verdict: trend of the layers-0–1 share over the checkpoints that have a sink (a4_verdict).
+        const SinkHeads sh{steps, first_heads, all_heads, sink_rates};
+        write_sink_heads(run.path("sink_heads.csv"), sh);
+        const auto v = a4_verdict(sh, L, null_run ? analysis::Outcome::not_applicable : analysis::Outcome::not_shown);
         run.verdict(v);
         run.finish();
     });

@@ -70,56 +70,19 @@ struct TableRows {
 // spike_ratio and val_loss are read when present, NaN otherwise). An Error names the file, the line and the
 // column of anything it cannot read.
 inline std::map<std::string, TableRows> read_variant_table(const std::string& path) {
-    std::ifstream f(path);
-    require(bool(f), "--from-table: cannot read " + path, {path, "", {}});
-    auto split = [](std::string s) {
-        if (!s.empty() && s.back() == '\r') s.pop_back();  // CRLF files (Python's csv module writes them)
-        std::vector<std::string> out;
-        std::stringstream ss(s);
-        std::string x;
-        while (std::getline(ss, x, ',')) out.push_back(x);
-        return out;
-    };
-    std::string line;
-    require(bool(std::getline(f, line)), "--from-table: " + path + " is empty", {path, "", {}});
-    const auto header = split(line);
-    auto column = [&](const std::string& name, bool needed) -> std::int64_t {
-        for (std::size_t i = 0; i < header.size(); ++i)
-            if (header[i] == name) return std::int64_t(i);
-        require(!needed, "--from-table: " + path + " has no column '" + name + "' (needs variant, seed, sink_ratio, spike, massive)",
-                {path, "", {}});
-        return -1;
-    };
-    const std::int64_t cv = column("variant", true), cs = column("seed", true), ck = column("sink_ratio", true),
-                       cp = column("spike", true), cm = column("massive", true), cr = column("spike_ratio", false),
-                       cl = column("val_loss", false);
+    const CsvTable t(path, {"variant", "seed", "sink_ratio", "spike", "massive"});
+    const std::int64_t cv = t.column("variant"), cs = t.column("seed"), ck = t.column("sink_ratio"), cp = t.column("spike"),
+                       cm = t.column("massive"), cr = t.column("spike_ratio"), cl = t.column("val_loss");
     std::map<std::string, TableRows> out;
-    for (std::int64_t n = 2; std::getline(f, line); ++n) {
-        if (line.empty()) continue;
-        const auto cells = split(line);
-        auto num = [&](std::int64_t c) {
-            if (c < 0) return std::nan("");
-            const std::string where = path + ":" + std::to_string(n) + " column '" + header[std::size_t(c)] + "'";
-            require(c < std::int64_t(cells.size()), "--from-table: " + where + " is missing", {path, "", {}});
-            try {
-                std::size_t used = 0;
-                const double x = std::stod(cells[std::size_t(c)], &used);
-                require(used == cells[std::size_t(c)].size(), "--from-table: " + where + " is not a number", {path, "", {}});
-                return x;
-            } catch (const std::logic_error&) {
-                throw Error("--from-table: " + where + " is not a number: '" + cells[std::size_t(c)] + "'", {path, "", {}});
-            }
-        };
-        require(cv < std::int64_t(cells.size()), "--from-table: " + path + ":" + std::to_string(n) + " has no variant", {path, "", {}});
-        auto& r = out[cells[std::size_t(cv)]];
-        r.seed.push_back(num(cs));
-        r.sink.push_back(num(ck));
-        r.spike.push_back(num(cp));
-        r.massive.push_back(num(cm) != 0);
-        r.spike_ratio.push_back(num(cr));
-        r.val_loss.push_back(num(cl));
+    for (std::size_t n = 0; n < t.size(); ++n) {
+        auto& r = out[t.text(n, cv)];
+        r.seed.push_back(t.number(n, cs));
+        r.sink.push_back(t.number(n, ck));
+        r.spike.push_back(t.number(n, cp));
+        r.massive.push_back(t.number(n, cm) != 0);
+        r.spike_ratio.push_back(t.number(n, cr));
+        r.val_loss.push_back(t.number(n, cl));
     }
-    require(!out.empty(), "--from-table: " + path + " has no rows", {path, "", {}});
     return out;
 }
 

@@ -287,6 +287,73 @@ private:
     std::ofstream f_;
 };
 
+// A comma-separated table read back from a file (--from-table: a table an experiment wrote, or a synthetic one):
+// the header's column names and the cells of every non-empty row (a CRLF line end is dropped). An Error names
+// the file, and the line and column of anything it cannot read; the `needed` columns must be present.
+class CsvTable {
+public:
+    CsvTable(const std::string& path, const std::vector<std::string>& needed, const std::string& what = "--from-table")
+        : path_(path), what_(what) {
+        std::ifstream f(path);
+        require(bool(f), what + ": cannot read " + path, {path, "", {}});
+        std::string line;
+        require(bool(std::getline(f, line)), what + ": " + path + " is empty", {path, "", {}});
+        header_ = split(line);
+        std::string list;
+        for (const auto& n : needed) list += (list.empty() ? "" : ", ") + n;
+        for (const auto& n : needed)
+            require(column(n) >= 0, what + ": " + path + " has no column '" + n + "' (needs " + list + ")", {path, "", {}});
+        for (std::int64_t n = 2; std::getline(f, line); ++n) {
+            if (line.empty() || line == "\r") continue;
+            rows_.push_back(split(line));
+            lines_.push_back(n);
+        }
+        require(!rows_.empty(), what + ": " + path + " has no rows", {path, "", {}});
+    }
+    // The index of column `name`, or -1 when the header has none.
+    std::int64_t column(const std::string& name) const {
+        for (std::size_t i = 0; i < header_.size(); ++i)
+            if (header_[i] == name) return std::int64_t(i);
+        return -1;
+    }
+    std::size_t size() const { return rows_.size(); }
+    const std::string& text(std::size_t row, std::int64_t c) const {
+        require(c >= 0 && c < std::int64_t(rows_[row].size()), what_ + ": " + where(row, c) + " is missing", {path_, "", {}});
+        return rows_[row][std::size_t(c)];
+    }
+    // The cell as a number; NaN for an absent column (c = -1).
+    double number(std::size_t row, std::int64_t c) const {
+        if (c < 0) return std::nan("");
+        const std::string& cell = text(row, c);
+        try {
+            std::size_t used = 0;
+            const double x = std::stod(cell, &used);
+            require(used == cell.size(), what_ + ": " + where(row, c) + " is not a number", {path_, "", {}});
+            return x;
+        } catch (const std::logic_error&) {
+            throw Error(what_ + ": " + where(row, c) + " is not a number: '" + cell + "'", {path_, "", {}});
+        }
+    }
+    double number(std::size_t row, const std::string& name) const { return number(row, column(name)); }
+
+private:
+    static std::vector<std::string> split(std::string s) {
+        if (!s.empty() && s.back() == '\r') s.pop_back();  // CRLF files (Python's csv module writes them)
+        std::vector<std::string> out;
+        std::stringstream ss(s);
+        std::string x;
+        while (std::getline(ss, x, ',')) out.push_back(x);
+        return out;
+    }
+    std::string where(std::size_t row, std::int64_t c) const {
+        return path_ + ":" + std::to_string(lines_[row]) + " column '" + (c >= 0 && c < std::int64_t(header_.size()) ? header_[std::size_t(c)] : "?") + "'";
+    }
+    std::string path_, what_;
+    std::vector<std::string> header_;
+    std::vector<std::vector<std::string>> rows_;
+    std::vector<std::int64_t> lines_;
+};
+
 // The model, loaded once, its tokenizer when it has a usable one, and --bos resolved against the checkpoint.
 struct Inputs {
     model::LoadedModel<float> m;

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""Calibrate B6's two rules at the decision level: synthetic variant tables run through the same executable
-(`b6_ablations --from-table`), since B6 decides on models it trains itself and no planted checkpoint can
-stand in for a training run. The label "decision level" says so: these tables test the directions, the
-bands and the outcome map, not the training or the measurement of sinks and spikes.
+"""Calibrate the rules about training runs at the decision level: synthetic tables run through the same
+executables (`b6_ablations --from-table`, `a4_training_trace --from-table`), since B6 and A4 decide on models
+they train themselves and no planted checkpoint can stand in for a training run. The label "decision level"
+says so: these tables test the decision (directions, bands, trends, the outcome map), not the training or the
+measurement of sinks and spikes.
 
+B6 (sinks), B6 (spikes):
 Tables (3 seeds per variant, as the experiment; baseline sink ratio 0.45-0.47, spike 3700-3900 with a
 massive activation in every seed):
   planted  every variant's sink ratio and spike are the baseline's times the paper's ratio to its own
@@ -14,14 +16,27 @@ massive activation in every seed):
   random   each variant's ratio to the baseline drawn log-uniformly in [1/10, 10] (seeded), --random-seeds
            tables (100); the report gives each rule's false-positive rate ("reproduced" on a random table)
            with its Clopper-Pearson 95 % interval, and the first table's outcome as the "random" column.
---check asserts: both rules "reproduced" on the planted table, "not reproduced" on the twin (every
-precondition holds there) and not "reproduced" on the first random table; and no rule's false-positive rate
-demonstrably above 5 % (its Clopper-Pearson lower bound <= 0.05). A chance agreement of 9 of 12 directions
+A4 (a checkpoint series of a 4-layer, 2-head model, 64 validation sequences per checkpoint, 9 checkpoints at
+steps 0, 250, ..., 2000; per sequence the number of sink heads in layers 0-1 and in all 8 heads; no sink at
+checkpoints 0-1, a sink of about half the heads from checkpoint 2 on):
+  planted  the layers-0-1 share of the sink heads rises linearly from 0.25 (checkpoint 2) to 1 (the last):
+           Paper A's migration toward layers 0-1 and its concentration there;
+  twin     the same sinks with the share held at the uniform 2/L = 0.5 at every checkpoint (migration off);
+  random   the share of each checkpoint drawn uniformly in [0, 1] (seeded), --random-seeds series: no
+           systematic migration, the same false-positive report as for B6.
+--check asserts: every rule "reproduced" on its planted table, "not reproduced" on its twin (every
+precondition holds there) and not "reproduced" on the first random table; and B6's false-positive rates not
+demonstrably above 5 % (the Clopper-Pearson lower bound <= 0.05). A chance agreement of 9 of 12 directions
 does happen on a random table (measured 2026-12-06: B6 (sinks) 1 / 100, B6 (spikes) 2 / 100), so asserting
-"never" would assert something the rule does not guarantee.
+"never" would assert something the rule does not guarantee. A4's false-positive rate is measured and reported,
+not asserted: it is about 10 % (measured 2026-12-07: 10 / 100 [0.049, 0.176]; 4 of the first 20), because its
+registered interval resamples the validation sequences but not the checkpoints, so a series whose shares move
+at random between checkpoints is read as a trend whenever the last ones happen to be high. That is a weakness
+of the registered rule that this calibration found; fixing it is a rule change (a new set, with its entry in
+experiments/RULES_CHANGELOG.md), not a change to this check.
 
   scripts/calibrate_decisions.py --build build [--out out/calibration_decisions] [--random-seeds 100] [--check]
-  (CTest: calibration_decisions_b6; label "calibration")
+  (CTest: calibration_decisions; label "calibration")
 """
 import argparse
 import csv
@@ -34,7 +49,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import calibrate_planted  # noqa: E402
 
-RULES = ["B6 (sinks)", "B6 (spikes)"]
+RULES = ["B6 (sinks)", "B6 (spikes)", "A4"]
+FALSE_POSITIVES_ASSERTED = ["B6 (sinks)", "B6 (spikes)"]  # A4's is reported only (see above)
 BASE_SINK = [0.45, 0.46, 0.47]
 BASE_SPIKE = [3700.0, 3818.0, 3900.0]
 SEEDS = [1, 1001, 2001]
@@ -58,6 +74,59 @@ def run_b6(exe, table, out, log):
     if rc != 0 or not os.path.exists(meta):
         return {r: {"outcome": f"error (rc {rc})", "decided_by": ""} for r in RULES}
     return calibrate_planted.outcomes(meta)
+
+
+# A4's synthetic series: the experiment's default layout and checkpoints (a4_training_trace.cpp's Config).
+A4_LAYERS, A4_HEADS, A4_SEQUENCES = 4, 2, 64
+A4_STEPS = list(range(0, 2001, 250))
+A4_FIRST_SINK = 2  # checkpoints before it have no sink
+
+
+def write_a4_table(path, shares, rng):
+    """A sink_heads.csv: before A4_FIRST_SINK no sink head; then per sequence 3-5 sink heads of the 8, each in
+    layers 0-1 with the checkpoint's share (binomial, seeded)."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["step", "sequence", "sink_heads_layers_01", "sink_heads_all"])
+        for k, step in enumerate(A4_STEPS):
+            for i in range(A4_SEQUENCES):
+                if k < A4_FIRST_SINK:
+                    w.writerow([step, i, 0, 0])
+                    continue
+                total = rng.choice([3, 4, 5])
+                early = min(sum(rng.random() < shares[k] for _ in range(total)), A4_LAYERS // 2 * A4_HEADS)
+                w.writerow([step, i, early, total])
+
+
+def run_a4(exe, table, out, log):
+    """{rule id: outcome record} of one a4_training_trace --from-table run."""
+    os.makedirs(out, exist_ok=True)
+    rc = calibrate_planted.run([exe, "--from-table", table, "--layers", str(A4_LAYERS), "--heads", str(A4_HEADS),
+                                "--out", out], log)
+    meta = os.path.join(out, "meta.json")
+    if rc != 0 or not os.path.exists(meta):
+        return {"A4": {"outcome": f"error (rc {rc})", "decided_by": ""}}
+    return calibrate_planted.outcomes(meta)
+
+
+def a4_tables(exe, out, random_seeds):
+    """(planted, twin, [random ...]) outcome records of A4's synthetic series."""
+    n = len(A4_STEPS)
+    rise = [0.0] * A4_FIRST_SINK + [0.25 + 0.75 * (k - A4_FIRST_SINK) / (n - 1 - A4_FIRST_SINK) for k in range(A4_FIRST_SINK, n)]
+    flat = [0.0] * A4_FIRST_SINK + [2 / A4_LAYERS] * (n - A4_FIRST_SINK)
+    results = []
+    for name, shares in (("a4_planted", rise), ("a4_twin", flat)):
+        path = os.path.join(out, name + ".csv")
+        write_a4_table(path, shares, random.Random(7))  # the same draws for both: only the shares differ
+        results.append(run_a4(exe, path, os.path.join(out, name), os.path.join(out, name + ".log")))
+    randoms = []
+    for k in range(random_seeds):
+        rng = random.Random(5000 + k)
+        shares = [0.0] * A4_FIRST_SINK + [rng.random() for _ in range(n - A4_FIRST_SINK)]
+        path = os.path.join(out, f"a4_random_{k}.csv")
+        write_a4_table(path, shares, rng)
+        randoms.append(run_a4(exe, path, os.path.join(out, f"a4_random_{k}"), os.path.join(out, f"a4_random_{k}.log")))
+    return results[0], results[1], randoms
 
 
 def paper_values(out):
@@ -94,7 +163,8 @@ def main():
     ap.add_argument("--check", action="store_true", help="assert the tables' designed outcomes (exit 1 otherwise)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    exe = os.path.join(a.experiments or os.path.join(a.build, "experiments"), "b6_ablations")
+    exe_dir = a.experiments or os.path.join(a.build, "experiments")
+    exe = os.path.join(exe_dir, "b6_ablations")
 
     # The twin first: every variant equal to the baseline. Its run also reads the paper's values back from the
     # experiment's variants.csv; the variant names are the experiment's (b6_ablations_variants.hpp), and an
@@ -137,8 +207,15 @@ def main():
         o = run_b6(exe, path, os.path.join(a.out, f"random_{k}"), os.path.join(a.out, f"random_{k}.log"))
         random_outcomes.append(o)
 
-    result = {"construction": "synthetic variant tables (decision level)", "layout": "decision level", "size": "3 seeds per variant",
-              "seed": "random tables 1000 ...", "designed": RULES, "rules": {}}
+    a4_planted, a4_twin, a4_random = a4_tables(os.path.join(exe_dir, "a4_training_trace"), a.out, a.random_seeds)
+    planted.update(a4_planted)
+    twin.update(a4_twin)
+    for o, o4 in zip(random_outcomes, a4_random):
+        o.update(o4)
+
+    result = {"construction": "synthetic variant tables and checkpoint series (decision level)", "layout": "decision level",
+              "size": "B6: 3 seeds per variant; A4: 9 checkpoints x 64 sequences", "seed": "random tables 1000 ..., series 5000 ...",
+              "designed": RULES, "rules": {}}
     for r in RULES:
         fp = sum(o.get(r, {}).get("outcome") == "reproduced" for o in random_outcomes)
         lo, hi = clopper_pearson(fp, len(random_outcomes)) if random_outcomes else (float("nan"), float("nan"))
@@ -155,7 +232,8 @@ def main():
         fp = x["false_positive"]
         lines.append(f"| {r} | {x['columns']['planted']['outcome']} | {x['columns']['twin']['outcome']} | "
                      f"{fp['reproduced']} / {fp['tables']} [{fp['ci95'][0]:.3f}, {fp['ci95'][1]:.3f}] |")
-    md = "B6 at the decision level (synthetic variant tables through b6_ablations --from-table)\n\n" + "\n".join(lines) + "\n"
+    md = ("B6 and A4 at the decision level (synthetic variant tables through b6_ablations --from-table, synthetic checkpoint "
+          "series through a4_training_trace --from-table)\n\n" + "\n".join(lines) + "\n")
     with open(os.path.join(a.out, "calibration.md"), "w") as f:
         f.write(md)
     print(md)
@@ -175,7 +253,7 @@ def main():
             if errors:
                 problems.append(f"{r}: {len(errors)} random tables gave no verdict ({errors[0]})")
             fp = x["false_positive"]
-            if fp["ci95"][0] > 0.05:
+            if r in FALSE_POSITIVES_ASSERTED and fp["ci95"][0] > 0.05:
                 problems.append(f"{r} says reproduced on {fp['reproduced']} / {fp['tables']} random tables "
                                 f"(interval {fp['ci95']}, above 5 %)")
         if problems:

@@ -631,13 +631,15 @@ def calibration_html(out):
 
 
 def decision_calibration_html(cal):
-    """B6 calibrated at the decision level (scripts/calibrate_decisions.py): synthetic variant tables, not models."""
-    out_html = ["<h2>Calibration at the decision level</h2><p>B6 decides on models it trains itself, so no planted "
-                "checkpoint can stand in for it. Its rules are run, unchanged, through the same executable "
-                "(<code>b6_ablations --from-table</code>) on synthetic variant tables: one that follows the paper's "
-                "directions (planted), one where no switch changes anything (twin), and random tables, whose share "
-                "of &ldquo;reproduced&rdquo; is the rule's false-positive rate (Clopper&ndash;Pearson 95% interval). This tests "
-                "the directions, bands and outcome map, not the training.</p>",
+    """B6 and A4 calibrated at the decision level (scripts/calibrate_decisions.py): synthetic tables, not models."""
+    out_html = ["<h2>Calibration at the decision level</h2><p>B6 and A4 decide on models they train themselves, so no "
+                "planted checkpoint can stand in for them. Their rules are run, unchanged, through the same executables "
+                "(<code>b6_ablations --from-table</code>, <code>a4_training_trace --from-table</code>) on synthetic tables: "
+                "B6 on variant tables that follow the paper's directions (planted), where no switch changes anything "
+                "(twin), and random ones; A4 on checkpoint series whose sink migrates to layers 0&ndash;1 (planted), stays "
+                "at the uniform share (twin), or moves at random. The share of &ldquo;reproduced&rdquo; on the random tables "
+                "is the rule's false-positive rate (Clopper&ndash;Pearson 95% interval). This tests the decision, not the "
+                "training.</p>",
                 "<table class='inner'><tr><th>rule</th><th>planted table</th><th>twin table</th>"
                 "<th>random tables: reproduced / n [95% CI]</th></tr>"]
     for rule, r in cal["rules"].items():

@@ -162,7 +162,7 @@ if ! python3 scripts/calibrate_planted.py --build "$bdir" --construction p0-circ
   echo "reproduce: the position-0 circuit calibration failed (see out/calibration_p0_circuit.log)" >&2
   failed+=("calibration_p0_circuit")
 fi
-echo "== [calibration] B6 at the decision level: synthetic variant tables (planted, twin, 100 random): out/calibration_decisions/"
+echo "== [calibration] B6 and A4 at the decision level: synthetic variant tables and checkpoint series (planted, twin, 100 random): out/calibration_decisions/"
 if ! python3 scripts/calibrate_decisions.py --build "$bdir" --out out/calibration_decisions > out/calibration_decisions.log 2>&1; then
   echo "reproduce: the decision-level calibration failed (see out/calibration_decisions.log)" >&2
   failed+=("calibration_decisions")
