@@ -6,9 +6,7 @@
 // from b6_ablations.cpp, which keeps the training, the directions and the rules.
 #pragma once
 
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 

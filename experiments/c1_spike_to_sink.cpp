@@ -61,7 +61,6 @@
 using namespace sinkscope;
 using namespace sinkscope::experiments;
 using namespace sinkscope::experiments::spike_to_sink;
-using analysis::Side;
 
 struct Config {
     std::int64_t samples = 64;

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <set>
-#include <fstream>
 #include <sstream>
 #include <tuple>
 
@@ -279,19 +278,7 @@ inline void write_sink_rates(Run& run, const SinkRun& clean, const std::vector<d
         v.push_back(mean(r->random));
         return v;
     };
-    auto csv_line = [](std::ofstream& f, const std::vector<double>& v) {
-        for (std::size_t i = 0; i < v.size(); ++i) f << (i ? "," : "") << v[i];
-        f << "\n";
-    };
-    auto join = [](const std::vector<std::string>& h) {
-        std::string out;
-        for (std::size_t i = 0; i < h.size(); ++i) out += (i ? "," : "") + h[i];
-        return out + "\n";
-    };
-    std::ofstream sr(run.path("sink_rates.csv")), ps(run.path("per_sample.csv"));
-    require(bool(sr) && bool(ps), "cannot write " + run.path("sink_rates.csv") + " or per_sample.csv");
-    sr << join(header);
-    ps << join(sample_header);
+    Csv sr(run.path("sink_rates.csv"), header), ps(run.path("per_sample.csv"), sample_header);
     json lj = json::array();
     for (std::int64_t l = 0; l < L; ++l) {
         auto layer_mean = [l](const SinkRun& s) { return s.layer_mean(l); };
@@ -300,21 +287,28 @@ inline void write_sink_rates(Run& run, const SinkRun& clean, const std::vector<d
         row.insert(row.end(), a.begin(), a.end());
         row.insert(row.end(), b.begin(), b.end());
         row.push_back(x0c_mean[l]);
-        csv_line(sr, row);
+        sr.row_of(row);
         json j{{"layer", l}, {"clean", clean.layer_mean(l)}, {"x0_spike", x0c_mean[l]}};
         for (std::size_t i = 2; i + 1 < row.size(); ++i) j[header[i]] = row[i];
         lj.push_back(j);
     }
     run.results()["sink_rate_by_layer"] = lj;
-    for (std::int64_t s = 0; s < N; ++s) {
-        auto counted = [s](const SinkRun& r, std::int64_t first, std::int64_t last) { return r.range(first, last)[s]; };
-        std::vector<double> row{double(s)};
-        for (const auto& [r, first, last] : {std::tuple{c1, S + 1, L - 1}, std::tuple{c3, E + 1, S}}) {
-            row.push_back(r ? counted(clean, first, last) : 0.0);
-            const auto v = values(r, [&](const SinkRun& x) { return counted(x, first, last); });
-            row.insert(row.end(), v.begin(), v.end());
+    // Per sample: the counted layers' rates (SinkRun::range, computed once per run and ablation).
+    std::vector<std::vector<double>> columns;
+    const std::vector<double> zeros(std::size_t(N), 0.0);
+    for (const auto& [r, first, last] : {std::tuple{c1, S + 1, L - 1}, std::tuple{c3, E + 1, S}}) {
+        if (!r) {
+            columns.insert(columns.end(), doses.size() + 2, zeros);  // clean, each dose, the control
+            continue;
         }
-        csv_line(ps, row);
+        columns.push_back(clean.range(first, last));
+        for (const auto& x : r->spike) columns.push_back(x.range(first, last));
+        columns.push_back(r->random.range(first, last));
+    }
+    for (std::int64_t s = 0; s < N; ++s) {
+        std::vector<double> row{double(s)};
+        for (const auto& col : columns) row.push_back(col[std::size_t(s)]);
+        ps.row_of(row);
     }
 }
 

@@ -282,6 +282,11 @@ public:
         ((f_ << (i++ ? "," : "") << v), ...);
         f_ << "\n";
     }
+    // A row whose length is known only at run time.
+    void row_of(const std::vector<double>& v) {
+        for (std::size_t i = 0; i < v.size(); ++i) f_ << (i ? "," : "") << v[i];
+        f_ << "\n";
+    }
 
 private:
     std::ofstream f_;
