@@ -66,14 +66,19 @@ def write_table(path, rows):
                 w.writerow([v, s, "nan", repr(sink), repr(spike), "nan", int(massive)])
 
 
-def run_b6(exe, table, out, log):
-    """{rule id: outcome record} of one b6_ablations --from-table run (calibrate_planted.py's runner and reader)."""
+def run_from_table(exe, table, out, log, rules, extra=()):
+    """{rule id: outcome record} of one `exe --from-table table` run (calibrate_planted.py's runner and reader);
+    every rule in `rules` reads "error (rc …)" when the run writes no meta.json."""
     os.makedirs(out, exist_ok=True)
-    rc = calibrate_planted.run([exe, "--from-table", table, "--out", out], log)
+    rc = calibrate_planted.run([exe, "--from-table", table, *extra, "--out", out], log)
     meta = os.path.join(out, "meta.json")
     if rc != 0 or not os.path.exists(meta):
-        return {r: {"outcome": f"error (rc {rc})", "decided_by": ""} for r in RULES}
+        return {r: {"outcome": f"error (rc {rc})", "decided_by": ""} for r in rules}
     return calibrate_planted.outcomes(meta)
+
+
+def run_b6(exe, table, out, log):
+    return run_from_table(exe, table, out, log, ["B6 (sinks)", "B6 (spikes)"])
 
 
 # A4's synthetic series: the experiment's default layout and checkpoints (a4_training_trace.cpp's Config).
@@ -99,14 +104,7 @@ def write_a4_table(path, shares, rng):
 
 
 def run_a4(exe, table, out, log):
-    """{rule id: outcome record} of one a4_training_trace --from-table run."""
-    os.makedirs(out, exist_ok=True)
-    rc = calibrate_planted.run([exe, "--from-table", table, "--layers", str(A4_LAYERS), "--heads", str(A4_HEADS),
-                                "--out", out], log)
-    meta = os.path.join(out, "meta.json")
-    if rc != 0 or not os.path.exists(meta):
-        return {"A4": {"outcome": f"error (rc {rc})", "decided_by": ""}}
-    return calibrate_planted.outcomes(meta)
+    return run_from_table(exe, table, out, log, ["A4"], ["--layers", str(A4_LAYERS), "--heads", str(A4_HEADS)])
 
 
 def a4_tables(exe, out, random_seeds):
