@@ -133,75 +133,20 @@ void expect(const X& t, std::int64_t rows, std::int64_t cols, const std::string&
 }  // namespace detail
 
 // Throws Error naming the first tensor whose shape disagrees with the Config, or that the Config needs
-// and is missing. Optional tensors (biases the config turns on, …) are checked when present.
+// and is missing: every row of the parameter table (model/parameter_table.hpp), checked where the Config
+// uses it and wherever it is present (an optional bias a checkpoint carries).
 inline void check_weights(const model::Config& c, const model::Weights<float>& w) {
     using namespace model;
     require_dense(w, "the CUDA upload");
     c.validate();
-    const std::int64_t d = c.d_model, V = c.vocab_size, qd = c.q_dim(), kd = c.kv_dim(), dff = c.d_ff;
+    if (c.ffn == FfnKind::moe) throw Error("cuda: ffn = moe has no device weights (the CUDA backend does not implement it)");
     require(std::int64_t(w.layers.size()) == c.n_layers, "cuda: the weights have " + std::to_string(w.layers.size()) +
                                                              " layers, the config " + std::to_string(c.n_layers));
-    detail::expect(w.tok_embed, V, d, "tok_embed", true);
-    detail::expect(w.pos_embed, c.context_length, d, "pos_embed", c.positions == PositionKind::learned);
-    detail::expect(w.sink_embed, d, 1, "sink_embed", c.attention == AttentionKind::sink_token);
-    auto norm = [&](const NormWeights<float>& n, const std::string& name, bool used) {
-        if (!used) return;
-        detail::expect(n.weight, d, 1, name + ".weight", true);
-        detail::expect(n.bias, d, 1, name + ".bias", c.norm_bias);
-        detail::expect(n.alpha, 1, 1, name + ".alpha", c.norm == NormKind::dynamic_tanh);
-    };
-    const bool sandwich = c.norm_placement == NormPlacement::sandwich;
-    for (std::int64_t l = 0; l < c.n_layers; ++l) {
-        const auto& L = w.layers[std::size_t(l)];
-        const std::string p = "blocks." + std::to_string(l) + ".";
-        norm(L.attn_norm, p + "ln1", true);
-        norm(L.attn_post_norm, p + "ln1_post", sandwich);
-        detail::expect(L.wq, qd, d, p + "attn.W_Q", true);
-        detail::expect(L.wk, kd, d, p + "attn.W_K", true);
-        detail::expect(L.wv, kd, d, p + "attn.W_V", true);
-        detail::expect(L.wo, d, qd, p + "attn.W_O", true);
-        detail::expect(L.bq, qd, 1, p + "attn.b_Q", false);
-        detail::expect(L.bk, kd, 1, p + "attn.b_K", false);
-        detail::expect(L.bv, kd, 1, p + "attn.b_V", false);
-        detail::expect(L.bo, d, 1, p + "attn.b_O", false);
-        detail::expect(L.q_norm, c.head_dim, 1, p + "attn.q_norm", c.qk_norm);
-        detail::expect(L.k_norm, c.head_dim, 1, p + "attn.k_norm", c.qk_norm);
-        detail::expect(L.sink_kv, 2, kd, p + "attn.sink_kv", c.attention == AttentionKind::kv_bias);
-        if (c.gate != GateKind::none) {
-            const bool per_head = c.gate == GateKind::per_head || c.gate == GateKind::static_per_head;
-            const bool conditional = c.gate == GateKind::per_head || c.gate == GateKind::per_channel;
-            const std::int64_t gn = per_head ? c.n_heads : qd;
-            detail::expect(L.w_attn_gate, gn, d, p + "attn.W_gate", conditional);
-            detail::expect(L.b_attn_gate, gn, 1, p + "attn.b_gate", !conditional);
-        }
-        if (c.ffn != FfnKind::none) {
-            norm(L.ffn_norm, p + "ln2", true);
-            norm(L.ffn_post_norm, p + "ln2_post", sandwich);
-        }
-        switch (c.ffn) {
-            case FfnKind::swiglu:
-                detail::expect(L.w_gate, dff, d, p + "mlp.W_gate", true);
-                detail::expect(L.w_up, dff, d, p + "mlp.W_in", true);
-                detail::expect(L.w_down, d, dff, p + "mlp.W_out", true);
-                detail::expect(L.b_up, dff, 1, p + "mlp.b_in", false);
-                detail::expect(L.b_down, d, 1, p + "mlp.b_out", false);
-                break;
-            case FfnKind::gelu:
-                detail::expect(L.w_up, dff, d, p + "mlp.W_in", true);
-                detail::expect(L.w_down, d, dff, p + "mlp.W_out", true);
-                detail::expect(L.b_up, dff, 1, p + "mlp.b_in", false);
-                detail::expect(L.b_down, d, 1, p + "mlp.b_out", false);
-                break;
-            case FfnKind::linear:
-                detail::expect(L.w_down, d, d, p + "mlp.W_out", true);
-                detail::expect(L.b_down, d, 1, p + "mlp.b_out", false);
-                break;
-            case FfnKind::none: break;
-            case FfnKind::moe: throw Error("cuda: ffn = moe has no device weights (the CUDA backend does not implement it)");
-        }
-    }
-    norm(w.final_norm, "ln_final", c.norm_placement != NormPlacement::post);
-    detail::expect(w.lm_head, V, d, "unembed", !c.tied_embeddings);
+    for_each_parameter_row<float>(w, [&](const auto& row, const std::string& name, const auto& owner) {
+        row.with_tensor(owner, [&](const auto& t) {
+            if (row.used(c) || t.size()) detail::expect(t, row.rows(c), row.cols(c), name, row.used(c));
+        });
+    });
 }
 
 // The arena layout of `w`: one entry per non-empty tensor, in visit_parameters order (host logic).

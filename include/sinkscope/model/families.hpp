@@ -17,6 +17,7 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/model/config.hpp"
+#include "sinkscope/model/parameter_table.hpp"
 
 namespace sinkscope::model {
 
@@ -31,21 +32,7 @@ V typed(const nlohmann::json& value, const std::string& key, const std::string& 
     }
 }
 
-// Where each parameter of Weights lives in one checkpoint format.
-struct TensorNames {
-    std::string tok_embed, pos_embed, final_norm, final_norm_bias, lm_head;
-    std::string attn_norm, attn_norm_bias, attn_post_norm, ffn_norm, ffn_norm_bias, ffn_post_norm;
-    std::string wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm;
-    std::string qkv, qkv_bias;  // a fused q|k|v projection (read when wq is empty, or when the checkpoint has it)
-    std::string w_gate, w_up, w_down, b_up, b_down;
-    std::string gate_up;        // a fused gate|up projection (read when w_gate is empty, or when present)
-    // Mixture of experts: the router (E × d) and each expert's SwiGLU projections ("{e}"), or the experts
-    // fused into one tensor each, (E, 2·d_ff, d) gate|up and (E, d, d_ff) down, as transformers ≥ 5 holds
-    // them in memory (read when the checkpoint lacks the per-expert tensors).
-    std::string router, expert_gate, expert_up, expert_down;
-    std::string experts_gate_up, experts_down;
-    std::string experts_gate, experts_up;  // the experts stacked per projection, (E, d_ff, d) each (GGUF)
-};
+// TensorNames (where each parameter lives in one checkpoint format) is in model/parameter_table.hpp.
 
 // How a fused QKV projection orders its rows.
 //   concatenated: [q (H·d_h) | k (kvH·d_h) | v (kvH·d_h)]          (GPT-2, Phi-3, GGUF)

@@ -24,6 +24,7 @@
 // weights on every call, in half the memory. load_options_problem holds the rules for combining them.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -218,32 +219,6 @@ inline TensorSource safetensors_view_source(const io::SafetensorsCheckpoint& ck,
     return s;
 }
 
-// Splits a fused QKV matrix ((H + 2·kvH)·d_h × d) and its bias into q, k and v, in either row order.
-template <class T>
-void split_qkv(LayerWeights<T>& L, const Mat<T>& qkv, const Vec<T>& b, const Config& c, FusedQkv order) {
-    const std::int64_t q = c.q_dim(), kv = c.kv_dim(), dh = c.head_dim;
-    if (order == FusedQkv::concatenated) {
-        L.wq = qkv.topRows(q); L.wk = qkv.middleRows(q, kv); L.wv = qkv.bottomRows(kv);
-        if (b.size()) { L.bq = b.head(q); L.bk = b.segment(q, kv); L.bv = b.tail(kv); }
-        return;
-    }
-    // per_head: head h holds rows [3h·d_h, 3(h+1)·d_h) = its q, k and v (GPT-NeoX; one kv head per head).
-    require(c.n_heads == c.n_kv_heads, "a per-head fused QKV needs as many kv heads as heads");
-    const auto has_bias = b.size() > 0;
-    L.wq.resize(q, qkv.cols()); L.wk.resize(kv, qkv.cols()); L.wv.resize(kv, qkv.cols());
-    if (has_bias) { L.bq.resize(q); L.bk.resize(kv); L.bv.resize(kv); }
-    for (std::int64_t h = 0; h < c.n_heads; ++h) {
-        L.wq.middleRows(h * dh, dh) = qkv.middleRows(3 * h * dh, dh);
-        L.wk.middleRows(h * dh, dh) = qkv.middleRows(3 * h * dh + dh, dh);
-        L.wv.middleRows(h * dh, dh) = qkv.middleRows(3 * h * dh + 2 * dh, dh);
-        if (has_bias) {
-            L.bq.segment(h * dh, dh) = b.segment(3 * h * dh, dh);
-            L.bk.segment(h * dh, dh) = b.segment(3 * h * dh + dh, dh);
-            L.bv.segment(h * dh, dh) = b.segment(3 * h * dh + 2 * dh, dh);
-        }
-    }
-}
-
 // "{l}" → the layer index.
 inline std::string layer_name(const std::string& pattern, std::int64_t l) {
     const auto at = pattern.find("{l}");
@@ -274,12 +249,13 @@ struct Layout {
     std::string prefix;        // prepended to every name but the output head ("transformer." in some GPT-2 exports)
 };
 
-// Reads every tensor the Config needs under the family's names. A tensor the Config needs must exist
-// (a missing one is an Error naming it); a tensor the Config does not need is not read.
+// Reads every tensor the Config needs under the family's names: every row of the parameter table
+// (model/parameter_table.hpp) that the Config uses and a format keeps, by its ParamRead; packed tensors
+// (block_packings, expert_packings) are sliced into their parts. A tensor the Config needs must exist (a
+// missing one is an Error naming it); a tensor the Config does not need is not read.
 template <class T>
 Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorNames& names, const Layout& layout,
                         const std::string& where) {
-    const std::int64_t d = c.d_model, V = c.vocab_size, q = c.q_dim(), kv = c.kv_dim();
     // The name of a tensor in the checkpoint: the first of its alternatives that exists (the first if none does).
     auto full = [&](const std::string& pattern, std::int64_t l, std::int64_t e = -1) {
         std::string first;
@@ -290,166 +266,195 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
         }
         return first;
     };
-    auto need = [&](const std::string& pattern, const char* what) {
-        if (pattern.empty()) throw Error(std::string("this family's checkpoints have no ") + what + " tensor, which the config needs", {where, what, {}});
+    auto need = [&](const std::string& pattern, const std::string& what) {
+        if (pattern.empty())
+            throw Error("this family's checkpoints have no " + what + " tensor, which the config needs", {where, what, {}});
     };
-    auto matrix = [&](const std::string& pattern, std::int64_t l, std::int64_t rows, std::int64_t cols, const char* what,
+    auto matrix = [&](const std::string& pattern, std::int64_t l, std::int64_t rows, std::int64_t cols, const std::string& what,
                       std::int64_t e = -1) {
         need(pattern, what);
         if (!layout.conv1d) return read_matrix<T>(s, full(pattern, l, e), rows, cols);
         return Mat<T>(read_matrix<T>(s, full(pattern, l, e), cols, rows).transpose());
     };
     // A view of the tensor (`shape` in PyTorch order; rows = the product of all but the last dimension) when
-    // the source gives one, else empty. A fused q|k|v or gate|up and stacked experts hold several maps as
-    // consecutive row ranges: the caller slices the view (QuantMatrix::middle_rows).
+    // the source gives one, else empty.
     auto file_view = [&](const std::string& pattern, std::int64_t l, const std::vector<std::int64_t>& shape,
-                         const char* what, std::int64_t e = -1) {
+                         const std::string& what, std::int64_t e = -1) {
         need(pattern, what);
         return s.view && !layout.conv1d ? s.view(full(pattern, l, e), shape) : QuantMatrix();
     };
-    // A plain linear map (expert e's with e ≥ 0): a view of the file's blocks when there is one, else dense.
-    auto linear = [&](Mat<T>& dense, QuantMatrix& view, const std::string& pattern, std::int64_t l, std::int64_t rows,
-                      std::int64_t cols, const char* what, std::int64_t e = -1) {
-        view = file_view(pattern, l, {rows, cols}, what, e);
-        if (view.empty()) dense = matrix(pattern, l, rows, cols, what, e);
-    };
-    auto vector = [&](const std::string& pattern, std::int64_t l, std::int64_t n, const char* what) {
+    auto vector = [&](const std::string& pattern, std::int64_t l, std::int64_t n, const std::string& what) {
         need(pattern, what);
         return read_vector<T>(s, full(pattern, l), n);
     };
-    auto gain = [&](const std::string& pattern, std::int64_t l, std::int64_t n, const char* what) {
-        Vec<T> g = vector(pattern, l, n, what);
-        if (layout.norm_offset != 0) g.array() += T(layout.norm_offset);  // (1 + g) RMSNorm: T(1) + g, as Gemma computes it
-        return g;
+
+    // One row into `owner`, by its ParamRead (l = −1 outside the blocks, e = −1 outside the experts).
+    auto read_row = [&](const auto& row, auto& owner, const std::string& what, std::int64_t l, std::int64_t e) {
+        if (row.read == ParamRead::none) return;
+        const std::string& pattern = names.*row.key;
+        const std::int64_t rows = row.rows(c), cols = row.cols(c);
+        if (!row.used(c)) {
+            if (row.read == ParamRead::vector_if_present && !pattern.empty())
+                owner.*row.vec = read_optional_vector<T>(s, full(pattern, l), rows);
+            return;
+        }
+        switch (row.read) {
+            case ParamRead::none: return;
+            case ParamRead::head: {  // never prefixed
+                if (!s.has(pattern)) throw Error("untied model has no " + pattern, {where, pattern, {}});
+                if (s.view) owner.*row.view = s.view(pattern, {rows, cols});
+                if ((owner.*row.view).empty()) owner.*row.mat = read_matrix<T>(s, pattern, rows, cols);
+                return;
+            }
+            case ParamRead::table:  // never stored transposed, so a view whatever the layout
+                need(pattern, what);
+                if (row.view && s.view) owner.*row.view = s.view(full(pattern, l), {rows, cols});
+                if (!row.view || (owner.*row.view).empty()) owner.*row.mat = read_matrix<T>(s, full(pattern, l), rows, cols);
+                return;
+            case ParamRead::linear:  // a view of the file's blocks when there is one, else dense
+                if (row.view) owner.*row.view = file_view(pattern, l, {rows, cols}, what, e);
+                if (!row.view || (owner.*row.view).empty()) owner.*row.mat = matrix(pattern, l, rows, cols, what, e);
+                return;
+            case ParamRead::gain:
+            case ParamRead::vector:
+            case ParamRead::vector_if_present: {
+                Vec<T> v = vector(pattern, l, rows, what);
+                // (1 + g) RMSNorm: T(1) + g, as Gemma computes it
+                if (row.read == ParamRead::gain && layout.norm_offset != 0) v.array() += T(layout.norm_offset);
+                row.with_tensor(owner, [&](auto& t) {
+                    if constexpr (std::decay_t<decltype(t)>::ColsAtCompileTime == 1) t = std::move(v);
+                });
+                return;
+            }
+        }
     };
-    auto norm = [&](NormWeights<T>& n, const std::string& w, const std::string& b, std::int64_t l, const char* what) {
-        n.weight = gain(w, l, d, what);
-        if (c.norm_bias) n.bias = vector(b, l, d, what);
+    auto find_row = [](const auto& table, const std::string& name) -> const auto& {
+        for (const auto& r : table)
+            if (name == r.name) return r;
+        throw Error("parameter table has no row " + name);
+    };
+
+    // A packed tensor of `p` into the parts' rows of block L: views of its row ranges when the source gives
+    // them, else a dense read sliced (GPT-NeoX's per-head layout interleaved head by head).
+    auto read_block_packing = [&](const Packing& p, LayerWeights<T>& L, std::int64_t l) {
+        const auto& table = block_parameters<T>();
+        std::vector<const ParamRow<LayerWeights<T>, T>*> parts, biases;
+        std::int64_t total = 0;
+        for (const std::string& n : p.parts) { parts.push_back(&find_row(table, n)); total += parts.back()->rows(c); }
+        const std::int64_t cols = parts.front()->cols(c);
+        const std::string what = "blocks." + std::to_string(l) + " packed " + names.*p.key;
+        Vec<T> b;
+        if (p.bias_key && !p.bias_parts.empty() && find_row(table, p.bias_parts.front()).used(c)) {
+            for (const std::string& n : p.bias_parts) biases.push_back(&find_row(table, n));
+            b = vector(names.*p.bias_key, l, total, what + " bias");
+        }
+        const bool per_head = p.per_head_layout && layout.fused == FusedQkv::per_head;
+        const QuantMatrix view = per_head ? QuantMatrix() : file_view(names.*p.key, l, {total, cols}, what);
+        std::int64_t offset = 0;
+        if (!per_head) {
+            const Mat<T> dense = view.empty() ? matrix(names.*p.key, l, total, cols, what) : Mat<T>();
+            for (std::size_t i = 0; i < parts.size(); ++i) {
+                const std::int64_t r = parts[i]->rows(c);
+                if (!view.empty()) L.*(parts[i]->view) = view.middle_rows(offset, r);
+                else L.*(parts[i]->mat) = dense.middleRows(offset, r);
+                if (b.size()) L.*(biases[i]->vec) = b.segment(offset, r);
+                offset += r;
+            }
+            return;
+        }
+        // Per head: head h holds rows [P·h·d_h, P·(h+1)·d_h) = its d_h rows of each of the P parts in order.
+        const std::int64_t dh = c.head_dim, P = std::int64_t(parts.size());
+        for (const auto* part : parts)
+            require(part->rows(c) == parts.front()->rows(c), "a per-head fused QKV needs as many kv heads as heads");
+        const Mat<T> dense = matrix(names.*p.key, l, total, cols, what);
+        for (std::int64_t i = 0; i < P; ++i) {
+            Mat<T>& m = L.*(parts[std::size_t(i)]->mat);
+            m.resize(parts[std::size_t(i)]->rows(c), cols);
+            Vec<T>* bias = b.size() ? &(L.*(biases[std::size_t(i)]->vec)) : nullptr;
+            if (bias) bias->resize(m.rows());
+            for (std::int64_t h = 0; h < m.rows() / dh; ++h) {
+                m.middleRows(h * dh, dh) = dense.middleRows((P * h + i) * dh, dh);
+                if (bias) bias->segment(h * dh, dh) = b.segment((P * h + i) * dh, dh);
+            }
+        }
+    };
+
+    // The experts of block L: per-expert tensors when the checkpoint has them (or the family knows no other
+    // layout), else each part from the first stacked tensor (E, per, cols) the family names that holds it;
+    // expert e's part is rows [e·per + offset, e·per + offset + rows) of it.
+    auto read_experts = [&](LayerWeights<T>& L, std::int64_t l) {
+        const auto& table = expert_parameters<T>();
+        const std::int64_t E = c.n_experts;
+        L.experts.resize(std::size_t(E));
+        auto stacked_for = [&](const std::string& part) -> const Packing* {
+            for (const Packing& p : expert_packings())
+                if (!(names.*p.key).empty() && std::find(p.parts.begin(), p.parts.end(), part) != p.parts.end()) return &p;
+            return nullptr;
+        };
+        const auto& first = table.front();
+        const bool per_expert = !(names.*first.key).empty() &&
+                                (stacked_for(first.name) == nullptr || s.has(full(names.*first.key, l, 0)));
+        if (per_expert) {
+            for (std::int64_t e = 0; e < E; ++e)
+                for (const auto& row : table)
+                    read_row(row, L.experts[std::size_t(e)], expert_parameter_name(std::size_t(l), std::size_t(e), row.name), l, e);
+            return;
+        }
+        std::vector<const Packing*> chosen;
+        for (const auto& row : table) {
+            const Packing* p = stacked_for(row.name);
+            if (!p) need("", "blocks." + std::to_string(l) + ".mlp.experts." + row.name);
+            if (std::find(chosen.begin(), chosen.end(), p) == chosen.end()) chosen.push_back(p);
+        }
+        for (const Packing* p : chosen) {
+            std::int64_t per = 0;
+            for (const std::string& n : p->parts) per += find_row(table, n).rows(c);
+            const std::int64_t cols = find_row(table, p->parts.front()).cols(c);
+            const std::string what = "blocks." + std::to_string(l) + " stacked experts " + names.*p->key;
+            const QuantMatrix all = file_view(names.*p->key, l, {E, per, cols}, what);
+            Mat<T> dense;
+            if (all.empty()) {
+                dense.resize(E * per, cols);
+                fill_tensor<T>(s, full(names.*p->key, l), {E, per, cols}, dense.data());
+            }
+            std::int64_t offset = 0;
+            for (const std::string& n : p->parts) {
+                const auto& row = find_row(table, n);
+                const std::int64_t r = row.rows(c);
+                if (stacked_for(n) == p)
+                    for (std::int64_t e = 0; e < E; ++e) {
+                        ExpertWeights<T>& x = L.experts[std::size_t(e)];
+                        if (!all.empty()) x.*row.view = all.middle_rows(e * per + offset, r);
+                        else x.*row.mat = dense.middleRows(e * per + offset, r);
+                    }
+                offset += r;
+            }
+        }
     };
 
     Weights<T> w;
-    // Embeddings are tables (row = token or position) in every layout, never stored transposed.
-    need(names.tok_embed, "token embedding");
-    if (s.view) w.tok_embed_file = s.view(full(names.tok_embed, -1), {V, d});
-    if (w.tok_embed_file.empty()) w.tok_embed = read_matrix<T>(s, full(names.tok_embed, -1), V, d);
-    if (c.positions == PositionKind::learned) {
-        need(names.pos_embed, "position embedding");
-        w.pos_embed = read_matrix<T>(s, full(names.pos_embed, -1), c.context_length, d);
-    }
-    w.layers.resize(c.n_layers);
+    for (const auto& row : input_parameters<T>()) read_row(row, w, row.name, -1, -1);
+    w.layers.resize(std::size_t(c.n_layers));
     for (std::int64_t l = 0; l < c.n_layers; ++l) {
-        LayerWeights<T>& L = w.layers[l];
-        if (c.norm_placement != NormPlacement::output) norm(L.attn_norm, names.attn_norm, names.attn_norm_bias, l, "attention norm");
-        if (c.has_post_norm()) norm(L.attn_post_norm, names.attn_post_norm, "", l, "post-attention norm");
-        // A fused q|k|v where the family has only that, or where this checkpoint has it (Phi-3 GGUF: either).
-        const bool fused_qkv = names.wq.empty() || (!names.qkv.empty() && s.has(full(names.qkv, l)));
-        if (!fused_qkv) {
-            linear(L.wq, L.wq_file, names.wq, l, q, d, "W_Q");
-            linear(L.wk, L.wk_file, names.wk, l, kv, d, "W_K");
-            linear(L.wv, L.wv_file, names.wv, l, kv, d, "W_V");
-            if (c.qkv_bias) { L.bq = vector(names.bq, l, q, "b_Q"); L.bk = vector(names.bk, l, kv, "b_K"); L.bv = vector(names.bv, l, kv, "b_V"); }
-        } else {
-            const Vec<T> b = c.qkv_bias ? vector(names.qkv_bias, l, q + 2 * kv, "fused QKV bias") : Vec<T>();
-            const QuantMatrix qkv_view =
-                layout.fused == FusedQkv::concatenated ? file_view(names.qkv, l, {q + 2 * kv, d}, "fused QKV") : QuantMatrix();
-            if (!qkv_view.empty()) {  // rows [q | k | v]: three views into it
-                L.wq_file = qkv_view.middle_rows(0, q);
-                L.wk_file = qkv_view.middle_rows(q, kv);
-                L.wv_file = qkv_view.middle_rows(q + kv, kv);
-                if (b.size()) { L.bq = b.head(q); L.bk = b.segment(q, kv); L.bv = b.tail(kv); }
-            } else {
-                split_qkv(L, matrix(names.qkv, l, q + 2 * kv, d, "fused QKV"), b, c, layout.fused);
-            }
+        LayerWeights<T>& L = w.layers[std::size_t(l)];
+        // The packings this checkpoint uses for block l: where the family names no separate first part, or
+        // where the checkpoint has the packed tensor (Phi-3 GGUF: either).
+        std::vector<std::string> packed;
+        for (const Packing& p : block_packings()) {
+            const auto& first = find_row(block_parameters<T>(), p.parts.front());
+            if (!first.used(c)) continue;
+            const std::string& key = names.*p.key;
+            if (!(names.*first.key).empty() && (key.empty() || !s.has(full(key, l)))) continue;
+            read_block_packing(p, L, l);
+            packed.insert(packed.end(), p.parts.begin(), p.parts.end());
+            packed.insert(packed.end(), p.bias_parts.begin(), p.bias_parts.end());
         }
-        linear(L.wo, L.wo_file, names.wo, l, d, q, "W_O");
-        if (c.out_bias) L.bo = vector(names.bo, l, d, "b_O");
-        else if (!names.bo.empty()) L.bo = read_optional_vector<T>(s, full(names.bo, l), d);
-        if (c.qk_norm) {
-            const bool head = c.qk_norm_scope == QkNormScope::head;
-            L.q_norm = gain(names.q_norm, l, head ? c.head_dim : q, "q_norm");
-            L.k_norm = gain(names.k_norm, l, head ? c.head_dim : kv, "k_norm");
-        }
-        if (c.ffn != FfnKind::none) {
-            if (c.norm_placement != NormPlacement::output) norm(L.ffn_norm, names.ffn_norm, names.ffn_norm_bias, l, "FFN norm");
-            if (c.has_post_norm()) norm(L.ffn_post_norm, names.ffn_post_norm, "", l, "post-FFN norm");
-        }
-        if (c.ffn == FfnKind::swiglu && (names.w_gate.empty() || (!names.gate_up.empty() && s.has(full(names.gate_up, l))))) {
-            const QuantMatrix gate_up_view = file_view(names.gate_up, l, {2 * c.d_ff, d}, "fused gate/up");
-            if (!gate_up_view.empty()) {  // rows [gate | up]
-                L.w_gate_file = gate_up_view.middle_rows(0, c.d_ff);
-                L.w_up_file = gate_up_view.middle_rows(c.d_ff, c.d_ff);
-            } else {
-                const Mat<T> gate_up = matrix(names.gate_up, l, 2 * c.d_ff, d, "fused gate/up");
-                L.w_gate = gate_up.topRows(c.d_ff);
-                L.w_up = gate_up.bottomRows(c.d_ff);
-            }
-        } else if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) {
-            if (c.ffn == FfnKind::swiglu) linear(L.w_gate, L.w_gate_file, names.w_gate, l, c.d_ff, d, "W_gate");
-            linear(L.w_up, L.w_up_file, names.w_up, l, c.d_ff, d, "W_in");
-        }
-        if (c.ffn == FfnKind::swiglu || c.ffn == FfnKind::gelu) {
-            linear(L.w_down, L.w_down_file, names.w_down, l, d, c.d_ff, "W_out");
-            if (c.mlp_bias) { L.b_up = vector(names.b_up, l, c.d_ff, "b_in"); L.b_down = vector(names.b_down, l, d, "b_out"); }
-        }
-        if (c.ffn == FfnKind::moe) {
-            const std::int64_t E = c.n_experts, f = c.d_ff;
-            L.w_router = matrix(names.router, l, E, d, "W_router");
-            L.experts.resize(std::size_t(E));
-            // Per-expert tensors when the checkpoint has them (or the family knows no other layout) …
-            const bool per_expert = !names.expert_gate.empty() &&
-                                    (names.experts_gate_up.empty() || s.has(full(names.expert_gate, l, 0)));
-            if (per_expert) {
-                for (std::int64_t e = 0; e < E; ++e) {
-                    ExpertWeights<T>& x = L.experts[std::size_t(e)];
-                    linear(x.w_gate, x.w_gate_file, names.expert_gate, l, f, d, "expert W_gate", e);
-                    linear(x.w_up, x.w_up_file, names.expert_up, l, f, d, "expert W_in", e);
-                    linear(x.w_down, x.w_down_file, names.expert_down, l, d, f, "expert W_out", e);
-                }
-            } else {
-                // … else all experts in one tensor per projection (GGUF's gate, up and down _exps), or gate|up
-                // fused ((E, 2·d_ff, d): Hugging Face's experts.gate_up_proj) and down. Expert e's map with
-                // offset o and r rows is then rows [e·per + o, e·per + o + r) of the (E·per × cols) tensor:
-                // a view into it when the source gives one, else a copy out of the dense read.
-                struct Part {
-                    std::int64_t offset, rows;            // within each expert's `per` rows
-                    Mat<T> ExpertWeights<T>::*dense;      // where the map goes when read dense
-                    QuantMatrix ExpertWeights<T>::*view;  // where it goes as a view
-                };
-                auto stacked = [&](const std::string& pattern, std::int64_t per, std::int64_t cols, const char* what,
-                                   const std::vector<Part>& parts) {
-                    const QuantMatrix all = file_view(pattern, l, {E, per, cols}, what);
-                    Mat<T> dense;
-                    if (all.empty()) {
-                        dense.resize(E * per, cols);
-                        fill_tensor<T>(s, full(pattern, l), {E, per, cols}, dense.data());
-                    }
-                    for (std::int64_t e = 0; e < E; ++e)
-                        for (const Part& p : parts) {
-                            ExpertWeights<T>& x = L.experts[std::size_t(e)];
-                            if (!all.empty()) x.*(p.view) = all.middle_rows(e * per + p.offset, p.rows);
-                            else x.*(p.dense) = dense.middleRows(e * per + p.offset, p.rows);
-                        }
-                };
-                using X = ExpertWeights<T>;
-                if (!names.experts_gate.empty()) {
-                    stacked(names.experts_gate, f, d, "stacked experts' gate", {{0, f, &X::w_gate, &X::w_gate_file}});
-                    stacked(names.experts_up, f, d, "stacked experts' up", {{0, f, &X::w_up, &X::w_up_file}});
-                } else {
-                    stacked(names.experts_gate_up, 2 * f, d, "fused experts' gate/up",
-                            {{0, f, &X::w_gate, &X::w_gate_file}, {f, f, &X::w_up, &X::w_up_file}});
-                }
-                stacked(names.experts_down, d, f, names.experts_gate.empty() ? "fused experts' down" : "stacked experts' down",
-                        {{0, d, &X::w_down, &X::w_down_file}});
-            }
-        }
+        for (const auto& row : block_parameters<T>())
+            if (std::find(packed.begin(), packed.end(), row.name) == packed.end())
+                read_row(row, L, block_parameter_name(std::size_t(l), row.name), l, -1);
+        if (c.ffn == FfnKind::moe) read_experts(L, l);
     }
-    if (c.norm_placement != NormPlacement::post) norm(w.final_norm, names.final_norm, names.final_norm_bias, -1, "final norm");
-    const std::string head = names.lm_head;  // the output head is never prefixed
-    if (!c.tied_embeddings) {
-        if (!s.has(head)) throw Error("untied model has no " + head, {where, head, {}});
-        if (s.view) w.lm_head_file = s.view(head, {V, d});
-        if (w.lm_head_file.empty()) w.lm_head = read_matrix<T>(s, head, V, d);
-    }
+    for (const auto& row : output_parameters<T>()) read_row(row, w, row.name, -1, -1);
     return w;
 }
 

@@ -2,9 +2,9 @@
 //
 // Every linear map is stored (out_features × in_features), row-major, so y = x Wᵀ with x (T × in):
 // the layout of torch.nn.Linear and of GGUF (whose ne[0] is the contiguous in-dimension). Vectors are
-// column vectors. A parameter that the Config does not use is left empty (size 0);
-// `visit_parameters` walks the used ones with their canonical names (the names checkpoints are saved
-// under), so the optimiser, the checkpoint writer and the gradient check share one list.
+// column vectors. A parameter that the Config does not use is left empty (size 0). Everything about each
+// parameter (its canonical name, shape, presence, initialisation and checkpoint keys) is one row of
+// model/parameter_table.hpp; `visit_parameters`, `parameter_count` and `cast_weights` walk that table.
 //
 // File-type storage (model/load.hpp, LoadOptions{WeightStorage::file_type}; float only, GGUF or F16/BF16
 // safetensors): the linear maps (W_Q, W_K, W_V, W_O, W_gate, W_in, W_out, the experts' maps, the token
@@ -166,104 +166,8 @@ void require_dense(const Weights<T>& w, const std::string& what) {
                            "or in BF16 (WeightStorage::file_type or bf16); load it with WeightStorage::float32 (the default)");
 }
 
-namespace detail {
-template <class T, class F>
-void visit_norm(const std::string& name, NormWeights<T>& n, F&& f) {
-    if (n.weight.size()) f(name + ".weight", n.weight);
-    if (n.bias.size()) f(name + ".bias", n.bias);
-    if (n.alpha.size()) f(name + ".alpha", n.alpha);
-}
-}  // namespace detail
-
-namespace detail {
-// visit_parameters without the check: the dense parameters only (file-type views are skipped).
-template <class T, class F>
-void visit_dense_parameters(Weights<T>& w, F&& f) {
-    auto visit = [&](const std::string& name, auto& t) { if (t.size()) f(name, t); };
-    visit("tok_embed", w.tok_embed);
-    visit("pos_embed", w.pos_embed);
-    visit("sink_embed", w.sink_embed);
-    for (std::size_t l = 0; l < w.layers.size(); ++l) {
-        auto& L = w.layers[l];
-        const std::string p = "blocks." + std::to_string(l) + ".";
-        detail::visit_norm(p + "ln1", L.attn_norm, visit);
-        detail::visit_norm(p + "ln1_post", L.attn_post_norm, visit);
-        visit(p + "attn.W_Q", L.wq); visit(p + "attn.W_K", L.wk); visit(p + "attn.W_V", L.wv); visit(p + "attn.W_O", L.wo);
-        visit(p + "attn.b_Q", L.bq); visit(p + "attn.b_K", L.bk); visit(p + "attn.b_V", L.bv); visit(p + "attn.b_O", L.bo);
-        visit(p + "attn.q_norm", L.q_norm); visit(p + "attn.k_norm", L.k_norm);
-        visit(p + "attn.sink_kv", L.sink_kv);
-        visit(p + "attn.W_gate", L.w_attn_gate); visit(p + "attn.b_gate", L.b_attn_gate);
-        detail::visit_norm(p + "ln2", L.ffn_norm, visit);
-        detail::visit_norm(p + "ln2_post", L.ffn_post_norm, visit);
-        visit(p + "mlp.W_gate", L.w_gate); visit(p + "mlp.W_in", L.w_up); visit(p + "mlp.W_out", L.w_down);
-        visit(p + "mlp.b_in", L.b_up); visit(p + "mlp.b_out", L.b_down);
-        visit(p + "mlp.W_router", L.w_router);
-        for (std::size_t e = 0; e < L.experts.size(); ++e) {
-            const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
-            visit(x + "W_gate", L.experts[e].w_gate); visit(x + "W_in", L.experts[e].w_up); visit(x + "W_out", L.experts[e].w_down);
-        }
-    }
-    detail::visit_norm("ln_final", w.final_norm, visit);
-    visit("unembed", w.lm_head);
-}
-}  // namespace detail
-
-// Calls f(name, tensor) for every non-empty parameter, in a fixed order. `tensor` is a Mat<T>& or Vec<T>&.
-// Error for file-type weights (their views are not tensors f could read or write).
-template <class T, class F>
-void visit_parameters(Weights<T>& w, F&& f) {
-    require_dense(w, "visit_parameters (training, checkpoints, CUDA upload, gradients)");
-    detail::visit_dense_parameters(w, std::forward<F>(f));
-}
-template <class T, class F>
-void visit_parameters(const Weights<T>& w, F&& f) {
-    visit_parameters(const_cast<Weights<T>&>(w), [&](const std::string& n, const auto& t) { f(n, t); });
-}
-
-template <class T>
-std::int64_t parameter_count(const Weights<T>& w) {
-    std::int64_t n = 0;
-    detail::visit_dense_parameters(const_cast<Weights<T>&>(w), [&](const std::string&, const auto& t) { n += t.size(); });
-    w.for_each_view([&](const QuantMatrix& m) { n += m.rows * m.cols; });
-    if (w.head_copies_embedding) n -= w.lm_head_file.rows * w.lm_head_file.cols;  // the tied embedding, counted once
-    return n;
-}
-
-// Converts every parameter to another scalar type (e.g. float → double for gradient checks).
-template <class U, class T>
-Weights<U> cast_weights(const Weights<T>& w) {
-    require_dense(w, "cast_weights");
-    Weights<U> out;
-    out.layers.resize(w.layers.size());
-    auto cn = [](const NormWeights<T>& a) {
-        NormWeights<U> b; b.weight = a.weight.template cast<U>(); b.bias = a.bias.template cast<U>();
-        b.alpha = a.alpha.template cast<U>(); return b;
-    };
-    out.tok_embed = w.tok_embed.template cast<U>();
-    out.pos_embed = w.pos_embed.template cast<U>();
-    out.sink_embed = w.sink_embed.template cast<U>();
-    for (std::size_t l = 0; l < w.layers.size(); ++l) {
-        const auto& a = w.layers[l]; auto& b = out.layers[l];
-        b.attn_norm = cn(a.attn_norm); b.attn_post_norm = cn(a.attn_post_norm);
-        b.wq = a.wq.template cast<U>(); b.wk = a.wk.template cast<U>(); b.wv = a.wv.template cast<U>(); b.wo = a.wo.template cast<U>();
-        b.bq = a.bq.template cast<U>(); b.bk = a.bk.template cast<U>(); b.bv = a.bv.template cast<U>(); b.bo = a.bo.template cast<U>();
-        b.q_norm = a.q_norm.template cast<U>(); b.k_norm = a.k_norm.template cast<U>();
-        b.sink_kv = a.sink_kv.template cast<U>();
-        b.w_attn_gate = a.w_attn_gate.template cast<U>(); b.b_attn_gate = a.b_attn_gate.template cast<U>();
-        b.ffn_norm = cn(a.ffn_norm); b.ffn_post_norm = cn(a.ffn_post_norm);
-        b.w_gate = a.w_gate.template cast<U>(); b.w_up = a.w_up.template cast<U>(); b.w_down = a.w_down.template cast<U>();
-        b.b_up = a.b_up.template cast<U>(); b.b_down = a.b_down.template cast<U>();
-        b.w_router = a.w_router.template cast<U>();
-        b.experts.resize(a.experts.size());
-        for (std::size_t e = 0; e < a.experts.size(); ++e) {
-            b.experts[e].w_gate = a.experts[e].w_gate.template cast<U>();
-            b.experts[e].w_up = a.experts[e].w_up.template cast<U>();
-            b.experts[e].w_down = a.experts[e].w_down.template cast<U>();
-        }
-    }
-    out.final_norm = cn(w.final_norm);
-    out.lm_head = w.lm_head.template cast<U>();
-    return out;
-}
-
 }  // namespace sinkscope::model
+
+// The parameter table walks the structs above; included last so that visit_parameters, parameter_count
+// and cast_weights stay reachable from this header.
+#include "sinkscope/model/parameter_table.hpp"
