@@ -9,11 +9,13 @@ under NEW_DIR:
              describe the run rather than its result: timings, git_revision, command, model/corpus paths,
              out paths and the rule-set fields (rule_set, rule_id, rule_hash; --ignore adds more key names);
   *.npy      dtype, shape and bytes;
-  *.csv      byte for byte.
+  *.csv      byte for byte, except the columns whose header is an ignored key (a run's own "seconds"):
+             those files are compared cell for cell without them.
 A file present on one side only is a difference. Prints one line per difference and a summary line;
 exits 1 when anything differs, 0 when the trees agree.
 """
 import argparse
+import csv
 import json
 import math
 import os
@@ -62,6 +64,25 @@ def compare_json(a, b, path, ignored, out):
         out.append(f"{path}: {sa[:120]} vs {sb[:120]}")
 
 
+def compare_csv(pa, pb, rel, ignored):
+    """The differences of two CSV files that are not byte-identical, cell for cell, leaving out the columns
+    whose header is an ignored key; one line when the headers or the row counts differ."""
+    with open(pa, newline="") as fa, open(pb, newline="") as fb:
+        ra, rb = list(csv.reader(fa)), list(csv.reader(fb))
+    if not ra or not rb or ra[0] != rb[0] or len(ra) != len(rb):
+        return [f"{rel}: bytes differ (header or row count)"]
+    keep = [i for i, name in enumerate(ra[0]) if name not in ignored]
+    if len(keep) == len(ra[0]):
+        return [f"{rel}: bytes differ"]
+    out = []
+    for r, (a, b) in enumerate(zip(ra, rb)):
+        ca = [a[i] if i < len(a) else None for i in keep]
+        cb = [b[i] if i < len(b) else None for i in keep]
+        if ca != cb:
+            out.append(f"{rel}: row {r} differs outside the ignored columns")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("old")
@@ -102,7 +123,7 @@ def main():
         else:
             with open(pa, "rb") as fa, open(pb, "rb") as fb:
                 if fa.read() != fb.read():
-                    diffs.append(f"{rel}: bytes differ")
+                    diffs.extend(compare_csv(pa, pb, rel, ignored))
     for d in diffs:
         print(d)
     print(f"compare_outputs: {compared} files compared, {len(diffs)} differences")
