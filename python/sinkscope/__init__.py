@@ -265,6 +265,16 @@ class Model:
         """(W_gate (d_ff, d), W_up (d_ff, d), W_down (d, d_ff)) of a SwiGLU block: float32 copies."""
         return self._m.ffn_weights(int(layer))
 
+    def parameter_names(self) -> list:
+        """The canonical names of the model's parameters ("tok_embed", "blocks.0.attn.W_Q", …, "unembed"; one row
+        each of the C++ parameter table), in the order training and checkpoints use. Needs weights="float32"."""
+        return list(self._m.parameter_names())
+
+    def parameter(self, name: str):
+        """A float32 copy of the parameter `name` (parameter_names() lists them): (out, in) for a linear map, as
+        torch.nn.Linear stores it; (n,) for a gain or a bias. Needs weights="float32"."""
+        return self._m.parameter(str(name))
+
     def _token(self, token, what: str) -> int:
         """A token id, or a text the tokenizer encodes (without BOS) as exactly one token."""
         if isinstance(token, str):

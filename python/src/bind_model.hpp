@@ -309,7 +309,34 @@ public:
         return nb::make_tuple(copy(w.w_gate), copy(w.w_up), copy(w.w_down));
     }
 
+    // The canonical names of the parameters (model/parameter_table.hpp), in visit_parameters order.
+    std::vector<std::string> parameter_names() const {
+        require_dense_for("parameter_names");
+        std::vector<std::string> out;
+        model::visit_parameters(m_.weights, [&](const std::string& n, const auto&) { out.push_back(n); });
+        return out;
+    }
+    // A float32 copy of one parameter: (rows, cols) for a matrix, (n,) for a vector.
+    nb::object parameter(const std::string& name) const {
+        require_dense_for("parameter");
+        nb::object out;
+        model::visit_parameters(m_.weights, [&](const std::string& n, const auto& t) {
+            if (n != name || out.is_valid()) return;
+            using X = std::decay_t<decltype(t)>;
+            if constexpr (X::ColsAtCompileTime == 1) out = owned(X(t), {t.rows()});
+            else out = owned(X(t), {t.rows(), t.cols()});
+        });
+        if (!out.is_valid())
+            throw Error("parameter: this model has no parameter '" + name + "' (parameter_names() lists them)");
+        return out;
+    }
+
 private:
+    void require_dense_for(const char* what) const {
+        require(!m_.weights.file_type(), std::string(what) + ": the model keeps its linear maps as views (weights='file' or "
+                                                             "'bf16'); load with weights='float32'");
+    }
+
     model::LoadedModel<float> m_;
     std::vector<std::string> names_;
 };
@@ -361,6 +388,8 @@ inline void bind_model(nb::module_& m) {
         .def("run", &Model::run)
         .def("stats", &Model::stats)
         .def("ffn_weights", &Model::ffn_weights)
+        .def("parameter_names", &Model::parameter_names)
+        .def("parameter", &Model::parameter)
         .def("logit_lens", &Model::logit_lens)
         .def("dla", &Model::dla)
         .def("head_view", &Model::head_view)
