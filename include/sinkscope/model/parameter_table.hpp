@@ -195,9 +195,9 @@ const std::vector<ParamRow<Weights<T>, T>>& input_parameters() {
     using N = TensorNames;
     static const std::vector<ParamRow<W, T>> rows{
         matrix_row<W, T>("tok_embed", &W::tok_embed, &W::tok_embed_file, vocab, d_model, always, ParamInit::normal,
-                     ParamRead::table, &N::tok_embed),
+                         ParamRead::table, &N::tok_embed),
         matrix_row<W, T>("pos_embed", &W::pos_embed, nullptr, context, d_model, learned_positions, ParamInit::normal,
-                     ParamRead::table, &N::pos_embed),
+                         ParamRead::table, &N::pos_embed),
         vector_row<W, T>("sink_embed", &W::sink_embed, d_model, sink_token, ParamInit::normal, ParamRead::none, nullptr),
     };
     return rows;
@@ -214,9 +214,9 @@ const std::vector<ParamRow<LayerWeights<T>, T>>& block_parameters() {
     static const std::vector<ParamRow<L, T>> rows = [] {
         std::vector<ParamRow<L, T>> r;
         norm_rows<pre_norm>(r, "ln1.weight", "ln1.bias", "ln1.alpha", &L::attn_norm, I::dyt_alpha_attention, &N::attn_norm,
-                       &N::attn_norm_bias);
+                            &N::attn_norm_bias);
         norm_rows<post_norm>(r, "ln1_post.weight", "ln1_post.bias", "ln1_post.alpha", &L::attn_post_norm,
-                        I::dyt_alpha_attention, &N::attn_post_norm, &N::attn_post_norm_bias);
+                             I::dyt_alpha_attention, &N::attn_post_norm, &N::attn_post_norm_bias);
         r.push_back(matrix_row<L, T>("attn.W_Q", &L::wq, &L::wq_file, q_dim, d_model, always, I::normal, R::linear, &N::wq));
         r.push_back(matrix_row<L, T>("attn.W_K", &L::wk, &L::wk_file, kv_dim, d_model, always, I::normal, R::linear, &N::wk));
         r.push_back(matrix_row<L, T>("attn.W_V", &L::wv, &L::wv_file, kv_dim, d_model, always, I::normal, R::linear, &N::wv));
@@ -230,16 +230,16 @@ const std::vector<ParamRow<LayerWeights<T>, T>>& block_parameters() {
         // Learnable sink key (row 0) and value (row 1): AttentionKind::kv_bias.
         r.push_back(matrix_row<L, T>("attn.sink_kv", &L::sink_kv, nullptr, two, kv_dim, kv_bias, I::normal, R::none, nullptr));
         r.push_back(matrix_row<L, T>("attn.W_gate", &L::w_attn_gate, nullptr, gate_size, d_model, conditional_gate, I::normal,
-                                 R::none, nullptr));
+                                     R::none, nullptr));
         r.push_back(vector_row<L, T>("attn.b_gate", &L::b_attn_gate, gate_size, gated, I::zeros, R::none, nullptr));
         norm_rows<ffn_pre_norm>(r, "ln2.weight", "ln2.bias", "ln2.alpha", &L::ffn_norm, I::dyt_alpha_other, &N::ffn_norm,
-                           &N::ffn_norm_bias);
+                                &N::ffn_norm_bias);
         norm_rows<ffn_post_norm>(r, "ln2_post.weight", "ln2_post.bias", "ln2_post.alpha", &L::ffn_post_norm, I::dyt_alpha_other,
-                            &N::ffn_post_norm, &N::ffn_post_norm_bias);
+                                 &N::ffn_post_norm, &N::ffn_post_norm_bias);
         r.push_back(matrix_row<L, T>("mlp.W_gate", &L::w_gate, &L::w_gate_file, d_ff, d_model, swiglu, I::normal, R::linear, &N::w_gate));
         r.push_back(matrix_row<L, T>("mlp.W_in", &L::w_up, &L::w_up_file, d_ff, d_model, dense_hidden, I::normal, R::linear, &N::w_up));
         r.push_back(matrix_row<L, T>("mlp.W_out", &L::w_down, &L::w_down_file, d_model, ffn_out_cols, ffn_out, I::normal_residual,
-                                 R::linear, &N::w_down));
+                                     R::linear, &N::w_down));
         r.push_back(vector_row<L, T>("mlp.b_in", &L::b_up, d_ff, hidden_bias, I::zeros, R::vector, &N::b_up));
         r.push_back(vector_row<L, T>("mlp.b_out", &L::b_down, d_model, ffn_out_bias, I::zeros, R::vector, &N::b_down));
         r.push_back(matrix_row<L, T>("mlp.W_router", &L::w_router, nullptr, experts, d_model, moe, I::normal, R::linear, &N::router));
@@ -257,10 +257,10 @@ const std::vector<ParamRow<ExpertWeights<T>, T>>& expert_parameters() {
     using N = TensorNames;
     static const std::vector<ParamRow<X, T>> rows{
         matrix_row<X, T>("W_gate", &X::w_gate, &X::w_gate_file, d_ff, d_model, moe, ParamInit::normal, ParamRead::linear,
-                     &N::expert_gate),
+                         &N::expert_gate),
         matrix_row<X, T>("W_in", &X::w_up, &X::w_up_file, d_ff, d_model, moe, ParamInit::normal, ParamRead::linear, &N::expert_up),
         matrix_row<X, T>("W_out", &X::w_down, &X::w_down_file, d_model, d_ff, moe, ParamInit::normal_residual, ParamRead::linear,
-                     &N::expert_down),
+                         &N::expert_down),
     };
     return rows;
 }
@@ -274,9 +274,9 @@ const std::vector<ParamRow<Weights<T>, T>>& output_parameters() {
     static const std::vector<ParamRow<W, T>> rows = [] {
         std::vector<ParamRow<W, T>> r;
         norm_rows<final_norm>(r, "ln_final.weight", "ln_final.bias", "ln_final.alpha", &W::final_norm, ParamInit::dyt_alpha_other,
-                         &N::final_norm, &N::final_norm_bias);
+                              &N::final_norm, &N::final_norm_bias);
         r.push_back(matrix_row<W, T>("unembed", &W::lm_head, &W::lm_head_file, vocab, d_model, untied, ParamInit::normal,
-                                 ParamRead::head, &N::lm_head));
+                                     ParamRead::head, &N::lm_head));
         return r;
     }();
     return rows;
