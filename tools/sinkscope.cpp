@@ -162,6 +162,25 @@ std::string attention_spans(const model::Config& c) {
     return os.str();
 }
 
+// The parameter table's rows this model has (model/parameter_table.hpp), block 0 and expert 0 standing for
+// all: the names checkpoints, visit_parameters and the Python module's parameter() use, with each shape and
+// how it is held (dense float, or a view in its file type).
+void print_parameter_rows(const model::LoadedModel<float>& m) {
+    const auto& c = m.config;
+    std::size_t shown = 0;
+    model::for_each_parameter_row<float>(m.weights, [&](const auto& row, const std::string& name, const auto& owner) {
+        if (name.rfind("blocks.", 0) == 0 && name.rfind("blocks.0.", 0) != 0) return;
+        if (name.find(".experts.") != std::string::npos && name.find(".experts.0.") == std::string::npos) return;
+        std::string held;
+        row.with_tensor(owner, [&](const auto& t) { if (t.size()) held = "float32"; });
+        if (held.empty() && row.view && !(owner.*row.view).empty()) held = io::type_name((owner.*row.view).type);
+        if (held.empty()) return;  // not used by this config (or tied: the output head is the embedding)
+        std::cout << (shown++ ? "" : "  the parameter table's rows (blocks.0 stands for every block):\n") << "    " << name
+                  << " [" << row.rows(c) << (row.is_matrix() ? ", " + std::to_string(row.cols(c)) : std::string()) << "] "
+                  << held << "\n";
+    });
+}
+
 int cmd_info(const std::string& path, const model::LoadOptions& options) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto m = load_checked(path, options);
@@ -171,6 +190,7 @@ int cmd_info(const std::string& path, const model::LoadOptions& options) {
               << "config:     " << m.config.describe() << "\n"
               << "attention:  " << attention_spans(m.config) << "\n"
               << "parameters: " << model::parameter_count(m.weights) << "\n";
+    print_parameter_rows(m);
     if (!m.config.forward_only_switches().empty())
         std::cout << "backends:   CPU forward only (training and CUDA do not implement " << m.config.forward_only_switches() << ")\n";
     if (m.format == "gguf") {

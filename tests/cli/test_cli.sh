@@ -14,6 +14,10 @@ check "--help names the subcommands" grep -q "capture" "$work/help"
 check "info prints the config" grep -q "L=5 d=64 H=8 kvH=4" "$work/info"
 check "info prints tensor types" grep -q "F32" "$work/info"
 check "info prints the attention span" grep -q "attention:  global (every layer)" "$work/info"
+# The parameter table's rows with the shapes the file's own tensor list gives (GGUF lists dimensions fastest
+# first: attn_k [64, 32] is W_K [32, 64]).
+check "info lists W_K of block 0 with its (out, in) shape" grep -q "blocks.0.attn.W_K \[32, 64\] float32" "$work/info"
+check "info lists block 0 only" bash -c "! grep -q 'blocks.1.attn' '$work/info'"
 fixtures=$(cd "$(dirname "$0")/../fixtures/model" && pwd)
 "$bin" info "$fixtures/random_gemma2" > "$work/gemma.info" 2>&1
 check "info lists Gemma 2's sliding and global layers" grep -q "global (layers 1, 3); sliding window 8 (layers 0, 2)" "$work/gemma.info"
