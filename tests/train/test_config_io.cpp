@@ -158,7 +158,7 @@ TEST_CASE("config_io: every name of every enum round-trips", "[train][config_io]
     each(&Config::gate);
     each(&Config::positions);
     each(&Config::rope_layout);
-    // 3 + 4 + 2 + 5 + 3 + 4 + 5 + 3 + 2 names, counted by hand from config.hpp's EnumNames
+    // 3 + 4 + 2 + 5 + 3 + 4 + 5 + 3 + 2 names, counted by hand from core/switches.hpp's EnumNames
     CHECK(checked == 31);
 }
 

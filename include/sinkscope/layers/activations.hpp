@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "sinkscope/layers/parallel_rows.hpp"
-#include "sinkscope/model/config.hpp"
-#include "sinkscope/model/weights.hpp"
+#include "sinkscope/core/switches.hpp"
+#include "sinkscope/core/tensor.hpp"
 
 namespace sinkscope::model {
 

@@ -20,8 +20,8 @@
 
 #include "sinkscope/layers/amx_attention.hpp"
 #include "sinkscope/layers/bf16_matmul.hpp"
-#include "sinkscope/model/config.hpp"
-#include "sinkscope/model/weights.hpp"
+#include "sinkscope/core/switches.hpp"
+#include "sinkscope/core/tensor.hpp"
 
 namespace sinkscope::model {
 
@@ -84,7 +84,6 @@ struct ScoreRule {
     std::int64_t window = 0;
     double scale = 0;
     double softcap = 0;
-    static ScoreRule of_layer(const Config& c, std::int64_t layer) { return {c.window_at(layer), c.attn_scale, c.attn_softcap}; }
     template <class T> T scale_for(std::int64_t head_dim) const { return scale > 0 ? T(scale) : T(1) / std::sqrt(T(head_dim)); }
     // s ← c·tanh(s/c) on every entry of a block of scores (before the mask, as Hugging Face does).
     template <class Block> void cap(Block&& s) const { model::softcap(std::forward<Block>(s), softcap); }

@@ -19,8 +19,8 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/layers/bf16_matmul.hpp"
-#include "sinkscope/model/config.hpp"
-#include "sinkscope/model/weights.hpp"
+#include "sinkscope/core/switches.hpp"
+#include "sinkscope/core/tensor.hpp"
 
 namespace sinkscope::model {
 

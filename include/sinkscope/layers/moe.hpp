@@ -15,8 +15,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "sinkscope/model/config.hpp"
-#include "sinkscope/model/weights.hpp"
+#include "sinkscope/core/switches.hpp"
+#include "sinkscope/core/tensor.hpp"
 
 namespace sinkscope::model {
 

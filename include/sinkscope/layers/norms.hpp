@@ -16,10 +16,18 @@
 #include <vector>
 
 #include "sinkscope/layers/parallel_rows.hpp"
-#include "sinkscope/model/config.hpp"
-#include "sinkscope/model/weights.hpp"
+#include "sinkscope/core/switches.hpp"
+#include "sinkscope/core/tensor.hpp"
 
 namespace sinkscope::model {
+
+// The parameters of one norm (a row group of model/parameter_table.hpp).
+template <class T>
+struct NormWeights {
+    Vec<T> weight;   // (d) gain g; for DynamicTanh γ
+    Vec<T> bias;     // (d) LayerNorm / DynamicTanh β; empty for RMSNorm
+    Vec<T> alpha;    // (1) DynamicTanh's learnable scalar α; empty otherwise
+};
 
 // RMSNorm (Zhang & Sennrich): y = x / √(mean(x²) + eps) ⊙ g.
 template <class T>

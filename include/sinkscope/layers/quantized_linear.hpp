@@ -72,7 +72,7 @@
 #include "sinkscope/io/ggml_types.hpp"
 #include "sinkscope/layers/bf16_matmul.hpp"
 #include "sinkscope/layers/quant_matrix.hpp"
-#include "sinkscope/model/weights.hpp"
+#include "sinkscope/core/tensor.hpp"
 
 namespace sinkscope::model {
 

@@ -216,7 +216,7 @@ template <class T>
 void attention_block_forward(Mat<T>& out, const Mat<T>& xn, const LayerWeights<T>& w, const Config& c, std::int64_t layer,
                              const BlockNames& names, const HookCaller<T>& hook, BlockScratch<T>& s) {
     const std::int64_t n = xn.rows(), H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
-    const ScoreRule rule = ScoreRule::of_layer(c, layer);
+    const ScoreRule rule{c.window_at(layer), c.attn_scale, c.attn_softcap};
     Mat<T>& q = s.q;
     Mat<T>& k = s.k;
     Mat<T>& v = s.v;

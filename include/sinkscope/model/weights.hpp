@@ -24,14 +24,13 @@
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/core/tensor.hpp"
 #include "sinkscope/layers/bf16_matmul.hpp"
+#include "sinkscope/layers/norms.hpp"
 #include "sinkscope/layers/quant_matrix.hpp"
 #include "sinkscope/model/config.hpp"
 
 namespace sinkscope::model {
-
-template <class T> using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T> using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
 
 /// How a model's linear maps are held in memory (LoadOptions::storage, Weights::storage; model/load.hpp).
 enum class WeightStorage {
@@ -45,12 +44,7 @@ inline const char* to_string(WeightStorage s) {
     return s == WeightStorage::file_type ? "file" : s == WeightStorage::bf16 ? "bf16" : "float32";
 }
 
-template <class T>
-struct NormWeights {
-    Vec<T> weight;   // (d) gain g; for DynamicTanh γ
-    Vec<T> bias;     // (d) LayerNorm / DynamicTanh β; empty for RMSNorm
-    Vec<T> alpha;    // (1) DynamicTanh's learnable scalar α; empty otherwise
-};
+// NormWeights (a norm's gain, bias and α) is defined with the norms, in layers/norms.hpp.
 
 // One expert of a mixture-of-experts FFN (FfnKind::moe): a SwiGLU FFN, W_down (act(W_gate x) ⊙ W_up x).
 template <class T>
