@@ -224,9 +224,8 @@ int main(int argc, char** argv) {
                                 {"change", finite_or_null(change)}, {"final_sink_rate", r.back().sink_rate},
                                 {"final_sink_layer", r.back().sink_layer}, {"final_sink_position", r.back().sink_position}});
         }
-        // (1 + u) x 0.5, u = early_layers / max(1, L): the same double as the first version's (1.0 + 2.0 / L) / 2.0.
-        const double concentrated = (1.0 + R.value("early_layers") / double(std::max<std::int64_t>(1, a4.layers))) *
-                                    R.value("concentration_excess_over_uniform");
+        const double concentrated = analysis::concentration_threshold(R.value("early_layers"), a4.layers,
+                                                                      R.value("concentration_excess_over_uniform"));
         analysis::Verdict v(
             std::string("A4-scale: trained ") + (bos ? "WITH BOS (--bos, a check of the rule, not Paper A's premise)" : "without BOS") +
                 ", the sink moves toward layers 0-1 over training and concentrates there, across seeds",

@@ -62,8 +62,8 @@ struct SinkHeads {
 analysis::Verdict a4_verdict(const SinkHeads& sh, std::int64_t L, analysis::Outcome absent) {
     const analysis::Rule& R = analysis::rule("A4");
     const auto& sink_rates = sh.rate;
-    // (1 + u) x 0.5, u = early_layers / L: the same double as the first version's (1.0 + 2.0 / L) / 2.0.
-    const double concentrated = (1.0 + R.value("early_layers") / double(L)) * R.value("concentration_excess_over_uniform");
+    const double concentrated =
+        analysis::concentration_threshold(R.value("early_layers"), L, R.value("concentration_excess_over_uniform"));
     std::vector<std::vector<double>> fn, an;
     std::vector<double> xs;
     json sink_steps = json::array();

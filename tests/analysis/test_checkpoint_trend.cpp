@@ -77,3 +77,13 @@ TEST_CASE("share_trend: rejects ragged input", "[analysis][trend]") {
     CHECK_THROWS(share_trend(g.num, g.den, g.x));
     CHECK_THROWS(share_trend({g.num[0]}, {g.den[0]}, {0.0}));
 }
+
+TEST_CASE("A4's concentration threshold is (1 + 2/L)/2 for two early layers and excess 1/2", "[analysis][checkpoint_trend]") {
+    // The rule text's formula, written as the first version of the experiments wrote it: the same double.
+    for (std::int64_t L = 1; L <= 64; ++L) {
+        INFO("L = " << L);
+        CHECK(concentration_threshold(2, L, 0.5) == (1.0 + 2.0 / double(L)) / 2.0);
+    }
+    CHECK(concentration_threshold(2, 0, 0.5) == 1.5);  // L = 0 counts as one layer
+    CHECK(concentration_threshold(1, 4, 0.5) == 0.625);
+}

@@ -31,6 +31,14 @@ struct ShareTrend {
     std::int64_t units = 0;
 };
 
+// Paper A's "concentrates in layers 0-1" (rules A4 and A4-scale): the share of sink heads in the first
+// `early_layers` of L layers counts as concentrated when it is at least (1 + u) · excess, u = early_layers / L:
+// with excess = 1/2, more than halfway from the uniform share u to all of them. Written (1 + u) · excess, the
+// same double as the first version's (1.0 + 2.0 / L) / 2.0; L = 0 counts as 1.
+inline double concentration_threshold(double early_layers, std::int64_t n_layers, double excess) {
+    return (1.0 + early_layers / double(std::max<std::int64_t>(1, n_layers))) * excess;
+}
+
 // Δ of the least-squares line through the defined points (x_c, s_c); NaN with fewer than two. Public: the
 // scale sweep applies it to one seed's checkpoints.
 inline double fitted_change(const std::vector<double>& x, const std::vector<double>& s) {
