@@ -106,122 +106,33 @@ int main(int argc, char** argv) {
         run.phase("samples");
         using analysis::RowMatrixXd;
         KeyCapture kc = capture_keys(run, opt, in, smp, cfg.stride);
-        auto& stats = kc.stats;
-        const auto& sink_keys = kc.sink_keys;
-        const auto& null_keys = kc.null_keys;
         const auto& q_sum = kc.q_sum;
         const auto& k_sum = kc.k_sum;
-        const auto& g4_q = kc.g4_q;
-        const auto& g4_k = kc.g4_k;
         const auto& fit = kc.fit;
         const auto& score = kc.score;
-        auto rows = [dh](const std::vector<Eigen::VectorXd>& v) {
-            RowMatrixXd X(std::int64_t(v.size()), dh);
-            for (std::size_t i = 0; i < v.size(); ++i) X.row(std::int64_t(i)) = v[i].transpose();
-            return X;
-        };
-        // Mean α₀ of head (l, h) over the given samples.
-        auto mean_alpha0 = [&](std::int64_t l, std::int64_t h, const std::vector<std::int64_t>& which) {
-            double a = 0;
-            for (auto s : which) a += stats.alpha0(s, l, h);
-            return a / double(which.size());
-        };
-        std::vector<std::int64_t> all(N);
-        for (std::int64_t s = 0; s < N; ++s) all[s] = s;
 
         run.phase("prediction per head");
         const double nf = double(fit.size());
-        std::vector<bool> predicted(L * H), measured_score(L * H), g4_predicted(L * H), measured_all(L * H);
-        std::vector<double> a_hat(L * H), a_score(L * H);
-        std::vector<theory::SinkHeadScore> g4(L * H);
-        for (std::int64_t l = 0; l < L; ++l)
-            for (std::int64_t h = 0; h < H; ++h) {
-                const std::int64_t g = h / group, i = l * H + h;
-                const RowMatrixXd qbar = q_sum[i] / nf, kbar = k_sum[l * G + g] / nf;
-                const Eigen::VectorXd k0 = kbar.row(0).transpose();
-                a_hat[i] = theory::mean_field_alpha0(theory::causal_logit_gaps(qbar, kbar, k0));
-                predicted[i] = measures::is_sink(a_hat[i], cfg.eps);
-                RowMatrixXd fit_sink(std::int64_t(fit.size()), dh);
-                for (std::size_t r = 0; r < fit.size(); ++r) fit_sink.row(std::int64_t(r)) = sink_keys[l * G + g].row(fit[r]);
-                // A head whose queries are all zero (uniform attention) has no alignment (NaN): undefined, counted below.
-                try {
-                    g4[i] = theory::predict_sink_head(rows(g4_q[i]), fit_sink, rows(g4_k[l * G + g]), cfg.energy);
-                } catch (const Error&) {  // every key of the head zero or equal: no subspace to align with
-                    g4[i] = theory::SinkHeadScore{0, NAN, NAN, 0.0, false};
-                }
-                g4_predicted[i] = g4[i].predicted;
-                a_score[i] = mean_alpha0(l, h, score);
-                measured_score[i] = measures::is_sink(a_score[i], cfg.eps);
-                measured_all[i] = measures::is_sink(mean_alpha0(l, h, all), cfg.eps);
-            }
-        const Confusion mf(predicted, measured_score), rule_g4(g4_predicted, measured_score);
-        // Balanced accuracy with the labels re-measured on resampled score-half samples (predictions fixed).
-        auto ba_interval = [&](const std::vector<bool>& pred) {
-            return analysis::bootstrap(indices(std::int64_t(score.size())), [&](const std::vector<double>& r) {
-                std::vector<bool> lab(L * H);
-                for (std::int64_t l = 0; l < L; ++l)
-                    for (std::int64_t h = 0; h < H; ++h) {
-                        double a = 0;
-                        for (double x : r) a += stats.alpha0(score[std::size_t(x)], l, h);
-                        lab[l * H + h] = measures::is_sink(a / double(r.size()), cfg.eps);
-                    }
-                return Confusion(pred, lab).balanced_accuracy();
-            }, analysis::kConfidence, cfg.resamples);
-        };
-        const analysis::Interval mf_ci = ba_interval(predicted), g4_ci = ba_interval(g4_predicted);
+        const HeadPredictions hp = predict_heads(kc, L, H, G, dh, N, cfg.eps, cfg.energy, cfg.resamples);
+        const auto& predicted = hp.predicted;
+        const auto& measured_score = hp.measured_score;
+        const auto& g4_predicted = hp.g4_predicted;
+        const auto& measured_all = hp.measured_all;
+        const auto& a_hat = hp.a_hat;
+        const auto& a_score = hp.a_score;
+        const auto& g4 = hp.g4;
+        const Confusion& mf = hp.mf;
+        const Confusion& rule_g4 = hp.rule_g4;
+        const analysis::Interval mf_ci = hp.mf_ci, g4_ci = hp.g4_ci;
 
         run.phase("sink-key dimension against the null");
-        // Sink kv heads: any query head of the group is a sink head over all samples.
-        std::vector<std::int64_t> sink_kv;
-        for (std::int64_t l = 0; l < L; ++l)
-            for (std::int64_t g = 0; g < G; ++g) {
-                bool any = false;
-                for (std::int64_t h = g * group; h < (g + 1) * group; ++h) any = any || measured_all[l * H + h];
-                if (any) sink_kv.push_back(l * G + g);
-            }
-        // Centred dimension of the keys of the resampled samples `r` (indices into 0..N−1); a resample
-        // whose keys are all equal has no variance: dimension 0.
-        auto dim = [&](const RowMatrixXd& K, const std::vector<double>& r) -> double {
-            RowMatrixXd X(std::int64_t(r.size()), K.cols());
-            for (std::size_t i = 0; i < r.size(); ++i) X.row(std::int64_t(i)) = K.row(std::int64_t(r[i]));
-            try { return double(theory::key_dimension(X, cfg.energy, true)); } catch (const Error&) { return 0.0; }
-        };
-        // Both bootstraps draw the same resamples (fixed seed): the sink dimensions of a resample are
-        // computed once and looked up the second time.
-        std::map<std::vector<double>, std::vector<double>> sink_dims_of;
-        auto sink_dims = [&](const std::vector<double>& r) -> const std::vector<double>& {
-            auto it = sink_dims_of.find(r);
-            if (it != sink_dims_of.end()) return it->second;
-            std::vector<double> d;
-            for (auto i : sink_kv) d.push_back(dim(sink_keys[i], r));
-            return sink_dims_of.emplace(r, std::move(d)).first->second;
-        };
-        auto median_sink_dim = [&](const std::vector<double>& r) { return analysis::median_of(sink_dims(r)); };
-        auto median_null_minus_sink = [&](const std::vector<double>& r) {
-            const auto& s = sink_dims(r);
-            std::vector<double> d;
-            for (std::size_t j = 0; j < sink_kv.size(); ++j) d.push_back(dim(null_keys[sink_kv[j]], r) - s[j]);
-            return analysis::median_of(d);
-        };
+        const SinkKeyDimensions kd = sink_key_dimensions(kc, measured_all, L, G, group, N, cfg.energy, cfg.resamples);
+        const auto& sink_kv = kd.sink_kv;
+        const auto& sink_dim = kd.sink_dim;
+        const auto& null_dim = kd.null_dim;
+        const double med_sink = kd.med_sink, med_null = kd.med_null, med_diff = kd.med_diff;
+        const analysis::Interval sink_ci = kd.sink_ci, diff_ci = kd.diff_ci;
         const std::vector<double> every = indices(N);
-        std::vector<double> sink_dim(L * G), null_dim(L * G);
-        for (std::int64_t i = 0; i < L * G; ++i) { sink_dim[i] = dim(sink_keys[i], every); null_dim[i] = dim(null_keys[i], every); }
-        double med_sink = -1, med_null = -1, med_diff = -1;
-        analysis::Interval sink_ci{NAN, NAN}, diff_ci{NAN, NAN};
-        if (!sink_kv.empty()) {
-            med_sink = median_sink_dim(every);
-            med_diff = median_null_minus_sink(every);
-            std::vector<double> nd;
-            for (auto i : sink_kv) nd.push_back(null_dim[i]);
-            med_null = analysis::median_of(nd);
-            // A resample repeats keys, which lowers a dimension: the percentile interval is widened to
-            // contain the full-sample value (conservative on both sides).
-            auto widened = [](analysis::Interval ci, double value) {
-                return analysis::Interval{std::min(ci.lo, value), std::max(ci.hi, value)};
-            };
-            sink_ci = widened(analysis::bootstrap(every, median_sink_dim, analysis::kConfidence, cfg.resamples), med_sink);
-            diff_ci = widened(analysis::bootstrap(every, median_null_minus_sink, analysis::kConfidence, cfg.resamples), med_diff);
-        }
 
         run.phase("energy share of the keys in the weight-predicted subspace");
         // Spike channels of every layer's input at position 0, and the scored sink kv heads.

@@ -5,10 +5,13 @@
 // from b5_sink_keys.cpp, which keeps the claim, the theory's use and the rule.
 #pragma once
 
+#include <map>
+
 #include <sinkscope/analysis/geometry.hpp>
 #include <sinkscope/analysis/spikes.hpp>
 #include <sinkscope/analysis/weight_subspace.hpp>
 #include <sinkscope/model/reducers.hpp>
+#include <sinkscope/theory/sink_geometry.hpp>
 
 #include "common.hpp"
 
@@ -178,6 +181,163 @@ inline KeyShares key_shares(const KeyCapture& kc, std::int64_t lg, const analysi
             if (!std::isnan(e)) { sum += e; ++n; }
         }
         out.ordinary[std::size_t(s)] = n ? sum / double(n) : std::numeric_limits<double>::quiet_NaN();
+    }
+    return out;
+}
+
+
+// Per query head (l, h), index l * H + h: the mean-field prediction from the fit half (alpha_0-hat of the
+// typical query's logit gap toward the mean keys, theory G6) and theory rule G4, against the measured labels
+// (mean alpha_0 over the score half, and over every sample); their confusion counts, and balanced-accuracy
+// intervals with the labels re-measured on resampled score-half samples (predictions fixed).
+struct HeadPredictions {
+    std::vector<bool> predicted, measured_score, g4_predicted, measured_all;
+    std::vector<double> a_hat, a_score;
+    std::vector<theory::SinkHeadScore> g4;
+    Confusion mf, rule_g4;  // mean field and G4 against measured_score
+    analysis::Interval mf_ci, g4_ci;
+};
+inline HeadPredictions predict_heads(const KeyCapture& kc, std::int64_t L, std::int64_t H, std::int64_t G, std::int64_t dh,
+                                     std::int64_t N, double eps, double energy, int resamples) {
+    using analysis::RowMatrixXd;
+    const std::int64_t group = H / G;
+    const auto& stats = kc.stats;
+    const auto& sink_keys = kc.sink_keys;
+    const auto& q_sum = kc.q_sum;
+    const auto& k_sum = kc.k_sum;
+    const auto& g4_q = kc.g4_q;
+    const auto& g4_k = kc.g4_k;
+    const auto& fit = kc.fit;
+    const auto& score = kc.score;
+    const double nf = double(fit.size());
+    auto rows = [dh](const std::vector<Eigen::VectorXd>& v) {
+        RowMatrixXd X(std::int64_t(v.size()), dh);
+        for (std::size_t i = 0; i < v.size(); ++i) X.row(std::int64_t(i)) = v[i].transpose();
+        return X;
+    };
+    // Mean α₀ of head (l, h) over the given samples.
+    auto mean_alpha0 = [&](std::int64_t l, std::int64_t h, const std::vector<std::int64_t>& which) {
+        double a = 0;
+        for (auto s : which) a += stats.alpha0(s, l, h);
+        return a / double(which.size());
+    };
+    std::vector<std::int64_t> all(N);
+    for (std::int64_t s = 0; s < N; ++s) all[s] = s;
+
+    std::vector<bool> predicted(L * H), measured_score(L * H), g4_predicted(L * H), measured_all(L * H);
+    std::vector<double> a_hat(L * H), a_score(L * H);
+    std::vector<theory::SinkHeadScore> g4(L * H);
+    for (std::int64_t l = 0; l < L; ++l)
+        for (std::int64_t h = 0; h < H; ++h) {
+            const std::int64_t g = h / group, i = l * H + h;
+            const RowMatrixXd qbar = q_sum[i] / nf, kbar = k_sum[l * G + g] / nf;
+            const Eigen::VectorXd k0 = kbar.row(0).transpose();
+            a_hat[i] = theory::mean_field_alpha0(theory::causal_logit_gaps(qbar, kbar, k0));
+            predicted[i] = measures::is_sink(a_hat[i], eps);
+            RowMatrixXd fit_sink(std::int64_t(fit.size()), dh);
+            for (std::size_t r = 0; r < fit.size(); ++r) fit_sink.row(std::int64_t(r)) = sink_keys[l * G + g].row(fit[r]);
+            // A head whose queries are all zero (uniform attention) has no alignment (NaN): undefined, counted below.
+            try {
+                g4[i] = theory::predict_sink_head(rows(g4_q[i]), fit_sink, rows(g4_k[l * G + g]), energy);
+            } catch (const Error&) {  // every key of the head zero or equal: no subspace to align with
+                g4[i] = theory::SinkHeadScore{0, NAN, NAN, 0.0, false};
+            }
+            g4_predicted[i] = g4[i].predicted;
+            a_score[i] = mean_alpha0(l, h, score);
+            measured_score[i] = measures::is_sink(a_score[i], eps);
+            measured_all[i] = measures::is_sink(mean_alpha0(l, h, all), eps);
+        }
+    // Balanced accuracy with the labels re-measured on resampled score-half samples (predictions fixed).
+    auto ba_interval = [&](const std::vector<bool>& pred) {
+        return analysis::bootstrap(indices(std::int64_t(score.size())), [&](const std::vector<double>& r) {
+            std::vector<bool> lab(L * H);
+            for (std::int64_t l = 0; l < L; ++l)
+                for (std::int64_t h = 0; h < H; ++h) {
+                    double a = 0;
+                    for (double x : r) a += stats.alpha0(score[std::size_t(x)], l, h);
+                    lab[l * H + h] = measures::is_sink(a / double(r.size()), eps);
+                }
+            return Confusion(pred, lab).balanced_accuracy();
+        }, analysis::kConfidence, resamples);
+    };
+    const Confusion mf(predicted, measured_score), rule_g4(g4_predicted, measured_score);
+    const analysis::Interval mf_ci = ba_interval(predicted), g4_ci = ba_interval(g4_predicted);
+    return {predicted, measured_score, g4_predicted, measured_all, a_hat, a_score, g4, mf, rule_g4, mf_ci, g4_ci};
+}
+
+// Diagnostic (a), theory G2: the centred 90 %-variance dimension of the sink kv heads' position-0 keys
+// against a null of one random position's keys per sample, with percentile bootstrap intervals over the
+// samples. A sink kv head: any query head of its group is a sink head over all samples (`measured_all`,
+// [l * H + h]).
+struct SinkKeyDimensions {
+    std::vector<std::int64_t> sink_kv;       // l * G + g of every sink kv head
+    std::vector<double> sink_dim, null_dim;  // [l * G + g], over every sample
+    double med_sink = -1, med_null = -1, med_diff = -1;  // medians over the sink kv heads (-1: none)
+    analysis::Interval sink_ci{NAN, NAN}, diff_ci{NAN, NAN};
+};
+inline SinkKeyDimensions sink_key_dimensions(const KeyCapture& kc, const std::vector<bool>& measured_all, std::int64_t L,
+                                             std::int64_t G, std::int64_t group, std::int64_t N, double energy, int resamples) {
+    using analysis::RowMatrixXd;
+    const std::int64_t H = G * group;
+    const auto& sink_keys = kc.sink_keys;
+    const auto& null_keys = kc.null_keys;
+    SinkKeyDimensions out;
+    auto& sink_kv = out.sink_kv;
+    // Sink kv heads: any query head of the group is a sink head over all samples.
+    for (std::int64_t l = 0; l < L; ++l)
+        for (std::int64_t g = 0; g < G; ++g) {
+            bool any = false;
+            for (std::int64_t h = g * group; h < (g + 1) * group; ++h) any = any || measured_all[l * H + h];
+            if (any) sink_kv.push_back(l * G + g);
+        }
+    // Centred dimension of the keys of the resampled samples `r` (indices into 0..N−1); a resample
+    // whose keys are all equal has no variance: dimension 0.
+    auto dim = [&](const RowMatrixXd& K, const std::vector<double>& r) -> double {
+        RowMatrixXd X(std::int64_t(r.size()), K.cols());
+        for (std::size_t i = 0; i < r.size(); ++i) X.row(std::int64_t(i)) = K.row(std::int64_t(r[i]));
+        try { return double(theory::key_dimension(X, energy, true)); } catch (const Error&) { return 0.0; }
+    };
+    // Both bootstraps draw the same resamples (fixed seed): the sink dimensions of a resample are
+    // computed once and looked up the second time.
+    std::map<std::vector<double>, std::vector<double>> sink_dims_of;
+    auto sink_dims = [&](const std::vector<double>& r) -> const std::vector<double>& {
+        auto it = sink_dims_of.find(r);
+        if (it != sink_dims_of.end()) return it->second;
+        std::vector<double> d;
+        for (auto i : sink_kv) d.push_back(dim(sink_keys[i], r));
+        return sink_dims_of.emplace(r, std::move(d)).first->second;
+    };
+    auto median_sink_dim = [&](const std::vector<double>& r) { return analysis::median_of(sink_dims(r)); };
+    auto median_null_minus_sink = [&](const std::vector<double>& r) {
+        const auto& s = sink_dims(r);
+        std::vector<double> d;
+        for (std::size_t j = 0; j < sink_kv.size(); ++j) d.push_back(dim(null_keys[sink_kv[j]], r) - s[j]);
+        return analysis::median_of(d);
+    };
+    const std::vector<double> every = indices(N);
+    auto& sink_dim = out.sink_dim;
+    auto& null_dim = out.null_dim;
+    sink_dim.assign(std::size_t(L * G), 0.0);
+    null_dim.assign(std::size_t(L * G), 0.0);
+    for (std::int64_t i = 0; i < L * G; ++i) { sink_dim[i] = dim(sink_keys[i], every); null_dim[i] = dim(null_keys[i], every); }
+    double& med_sink = out.med_sink;
+    double& med_null = out.med_null;
+    double& med_diff = out.med_diff;
+    analysis::Interval& sink_ci = out.sink_ci;
+    analysis::Interval& diff_ci = out.diff_ci;
+    if (!sink_kv.empty()) {
+        med_sink = median_sink_dim(every);
+        med_diff = median_null_minus_sink(every);
+        std::vector<double> nd;
+        for (auto i : sink_kv) nd.push_back(null_dim[i]);
+        med_null = analysis::median_of(nd);
+        // A resample repeats keys, which lowers a dimension: the percentile interval is widened to
+        // contain the full-sample value (conservative on both sides).
+        auto widened = [](analysis::Interval ci, double value) {
+            return analysis::Interval{std::min(ci.lo, value), std::max(ci.hi, value)};
+        };
+        sink_ci = widened(analysis::bootstrap(every, median_sink_dim, analysis::kConfidence, resamples), med_sink);
+        diff_ci = widened(analysis::bootstrap(every, median_null_minus_sink, analysis::kConfidence, resamples), med_diff);
     }
     return out;
 }
