@@ -29,7 +29,8 @@
 // Command: build/experiments/b5_sink_keys [--samples 64] [--out out/b5_sink_keys]
 // Writes: heads.csv (per query head: its kv head's spike channels, subspace dimension and shares,
 // dimensions, prediction, measured α₀), meta.json.
-// The key capture, the subspace and the shares, the confusion counts: b5_sink_keys_measure.hpp.
+// The key capture, the per-head prediction, the key dimensions against the null, the subspace and the shares,
+// the confusion counts: b5_sink_keys_measure.hpp.
 #include "b5_sink_keys_measure.hpp"
 
 #include <map>

@@ -1,7 +1,8 @@
 // b5_sink_keys's measurements: the keys and queries of every head (model hooks hook_k, hook_rot_k,
 // hook_rot_q), position 0's massive channels at every layer's input (hook_resid_pre) and the sink
-// statistics, captured in one pass over the samples; the weight-predicted key subspace of a kv head and
-// the energy shares of its keys in it; the confusion counts that score the sink-head prediction. Split
+// statistics, captured in one pass over the samples; the per-head sink prediction (mean field and rule G4)
+// and the confusion counts that score it; the sink keys' dimension against the null; the weight-predicted
+// key subspace of a kv head and the energy shares of its keys in it. Split
 // from b5_sink_keys.cpp, which keeps the claim, the theory's use and the rule.
 #pragma once
 
