@@ -115,24 +115,9 @@ int main(int argc, char** argv) {
         run.phase("prediction per head");
         const double nf = double(fit.size());
         const HeadPredictions hp = predict_heads(kc, L, H, G, dh, N, cfg.eps, cfg.energy, cfg.resamples);
-        const auto& predicted = hp.predicted;
-        const auto& measured_score = hp.measured_score;
-        const auto& g4_predicted = hp.g4_predicted;
-        const auto& measured_all = hp.measured_all;
-        const auto& a_hat = hp.a_hat;
-        const auto& a_score = hp.a_score;
-        const auto& g4 = hp.g4;
-        const Confusion& mf = hp.mf;
-        const Confusion& rule_g4 = hp.rule_g4;
-        const analysis::Interval mf_ci = hp.mf_ci, g4_ci = hp.g4_ci;
 
         run.phase("sink-key dimension against the null");
-        const SinkKeyDimensions kd = sink_key_dimensions(kc, measured_all, L, G, group, N, cfg.energy, cfg.resamples);
-        const auto& sink_kv = kd.sink_kv;
-        const auto& sink_dim = kd.sink_dim;
-        const auto& null_dim = kd.null_dim;
-        const double med_sink = kd.med_sink, med_null = kd.med_null, med_diff = kd.med_diff;
-        const analysis::Interval sink_ci = kd.sink_ci, diff_ci = kd.diff_ci;
+        const SinkKeyDimensions kd = sink_key_dimensions(kc, hp.measured_all, L, G, group, N, cfg.energy, cfg.resamples);
         const std::vector<double> every = indices(N);
 
         run.phase("energy share of the keys in the weight-predicted subspace");
@@ -154,7 +139,7 @@ int main(int argc, char** argv) {
             for (double x : r) if (!std::isnan(v[std::size_t(x)])) { s += v[std::size_t(x)]; ++n; }
             return n ? s / double(n) : NAN;
         };
-        for (auto lg : sink_kv) {
+        for (auto lg : kd.sink_kv) {
             const std::int64_t l = lg / G, g = lg % G;
             if (spike_ch[l].empty()) continue;
             const analysis::RowMatrixXd basis = key_subspace(c, in.m.weights.layers[std::size_t(l)], g, spike_ch[l]);
@@ -204,7 +189,7 @@ int main(int argc, char** argv) {
                                             analysis::kConfidence, cfg.resamples);
         }
         std::int64_t zero_query_heads = 0;
-        for (const auto& x : g4) zero_query_heads += std::isnan(x.sink_alignment);
+        for (const auto& x : hp.g4) zero_query_heads += std::isnan(x.sink_alignment);
 
         Csv hc(run.path("heads.csv"), {"layer", "head", "kv_head", "spike_channels", "key_subspace_dim", "p0_key_share",
                                        "ordinary_key_share", "sink_dim", "null_dim", "gap_mean", "alpha0_predicted",
@@ -217,14 +202,14 @@ int main(int argc, char** argv) {
                 const RowMatrixXd qbar = q_sum[i] / nf, kbar = k_sum[l * G + g] / nf;
                 const double gap_mean = theory::causal_logit_gaps(qbar, kbar, Eigen::VectorXd(kbar.row(0).transpose())).mean();
                 hc.row(l, h, g, std::int64_t(spike_ch[l].size()), subspace_dim[l * G + g], p0_share[l * G + g],
-                       ord_share[l * G + g], sink_dim[l * G + g], null_dim[l * G + g], gap_mean, a_hat[i], a_score[i], int(predicted[i]),
-                       int(measured_score[i]), int(measured_all[i]), int(g4_predicted[i]), g4[i].sink_alignment,
-                       g4[i].ordinary_alignment, g4[i].mean_logit_gap);
+                       ord_share[l * G + g], kd.sink_dim[l * G + g], kd.null_dim[l * G + g], gap_mean, hp.a_hat[i],
+                       hp.a_score[i], int(hp.predicted[i]), int(hp.measured_score[i]), int(hp.measured_all[i]),
+                       int(hp.g4_predicted[i]), hp.g4[i].sink_alignment, hp.g4[i].ordinary_alignment, hp.g4[i].mean_logit_gap);
             }
 
         // ---- verdict ------------------------------------------------------------------------------
         std::int64_t n_sink_all = 0;
-        for (bool b : measured_all) n_sink_all += b;
+        for (bool b : hp.measured_all) n_sink_all += b;
         const analysis::Rule& R = analysis::rule("B5");
         analysis::Verdict v("B5", kRule, kRandomInitNull);
         v.registered(R);
@@ -239,35 +224,36 @@ int main(int argc, char** argv) {
         v.condition(analysis::bootstrap_condition("median over the same heads of (position-0 key share - ordinary key share), "
                                                   "paired by sample", med_excess, excess_ci, N,
                                                   R.value("share_excess_over_ordinary_min")));
-        const std::int64_t pos_score = mf.tp + mf.fn, heads = L * H;
+        const std::int64_t pos_score = hp.mf.tp + hp.mf.fn, heads = L * H;
         const auto base_ci = analysis::clopper_pearson(std::max(pos_score, heads - pos_score), heads);
-        v.details() = {{"sink_kv_heads", sink_kv.size()}, {"scored_sink_kv_heads", scored_kv.size()},
+        v.details() = {{"sink_kv_heads", kd.sink_kv.size()}, {"scored_sink_kv_heads", scored_kv.size()},
                        {"sink_kv_heads_with_undefined_share", undefined_share_kv.size()},
                        {"spike_channels_by_layer", spike_json},
                        {"median_ordinary_key_share", med_ord},
                        {"median_random_direction_share", med_chance},
                        {"heads_with_zero_queries", zero_query_heads},
-                       {"diagnostic_median_centred_sink_dimension", med_sink},
-                       {"diagnostic_median_centred_sink_dimension_ci", {sink_ci.lo, sink_ci.hi}},
-                       {"diagnostic_median_null_dimension", med_null},
-                       {"diagnostic_median_null_minus_sink_dimension", med_diff},
-                       {"diagnostic_median_null_minus_sink_dimension_ci", {diff_ci.lo, diff_ci.hi}},
-                       {"diagnostic_balanced_accuracy", mf.balanced_accuracy()},
-                       {"diagnostic_balanced_accuracy_ci", {mf_ci.lo, mf_ci.hi}},
+                       {"diagnostic_median_centred_sink_dimension", kd.med_sink},
+                       {"diagnostic_median_centred_sink_dimension_ci", {kd.sink_ci.lo, kd.sink_ci.hi}},
+                       {"diagnostic_median_null_dimension", kd.med_null},
+                       {"diagnostic_median_null_minus_sink_dimension", kd.med_diff},
+                       {"diagnostic_median_null_minus_sink_dimension_ci", {kd.diff_ci.lo, kd.diff_ci.hi}},
+                       {"diagnostic_balanced_accuracy", hp.mf.balanced_accuracy()},
+                       {"diagnostic_balanced_accuracy_ci", {hp.mf_ci.lo, hp.mf_ci.hi}},
                        {"constant_predictor_accuracy", double(std::max(pos_score, heads - pos_score)) / double(heads)},
                        {"constant_predictor_accuracy_ci_heads", {base_ci.lo, base_ci.hi}},
-                       {"mean_field_accuracy", mf.accuracy()},
-                       {"g4_rule_balanced_accuracy", rule_g4.balanced_accuracy()}, {"g4_rule_balanced_accuracy_ci", {g4_ci.lo, g4_ci.hi}},
+                       {"mean_field_accuracy", hp.mf.accuracy()},
+                       {"g4_rule_balanced_accuracy", hp.rule_g4.balanced_accuracy()},
+                       {"g4_rule_balanced_accuracy_ci", {hp.g4_ci.lo, hp.g4_ci.hi}},
                        {"fit_samples", fit.size()}, {"score_samples", score.size()}};
         run.verdict(v);
 
-        std::vector<double> ah(a_hat.begin(), a_hat.end()), am(a_score.begin(), a_score.end());
+        std::vector<double> ah(hp.a_hat.begin(), hp.a_hat.end()), am(hp.a_score.begin(), hp.a_score.end());
         std::int64_t g4_pos = 0;
-        for (bool b : g4_predicted) g4_pos += b;
+        for (bool b : hp.g4_predicted) g4_pos += b;
         run.results()["heads"] = heads;
         run.results()["measured_sink_heads"] = pos_score;
         run.results()["measured_sink_heads_all_samples"] = n_sink_all;
-        run.results()["sink_kv_heads"] = sink_kv.size();
+        run.results()["sink_kv_heads"] = kd.sink_kv.size();
         run.results()["spike_channels_by_layer"] = spike_json;
         run.results()["scored_sink_kv_heads"] = scored_kv.size();
         run.results()["median_position0_key_share"] = med_p0;
@@ -277,21 +263,21 @@ int main(int argc, char** argv) {
         run.results()["median_ordinary_key_share"] = med_ord;
         run.results()["median_random_direction_share"] = med_chance;
         run.results()["heads_with_zero_queries"] = zero_query_heads;
-        run.results()["median_sink_dim_of_sink_heads"] = med_sink;
-        run.results()["median_sink_dim_ci"] = {sink_ci.lo, sink_ci.hi};
-        run.results()["median_null_dim_of_sink_heads"] = med_null;
-        run.results()["median_null_minus_sink_dim"] = med_diff;
-        run.results()["median_null_minus_sink_dim_ci"] = {diff_ci.lo, diff_ci.hi};
-        run.results()["predicted_sink_heads"] = mf.tp + mf.fp;
-        run.results()["accuracy"] = mf.accuracy();
-        run.results()["balanced_accuracy"] = mf.balanced_accuracy();
-        run.results()["balanced_accuracy_ci"] = {mf_ci.lo, mf_ci.hi};
+        run.results()["median_sink_dim_of_sink_heads"] = kd.med_sink;
+        run.results()["median_sink_dim_ci"] = {kd.sink_ci.lo, kd.sink_ci.hi};
+        run.results()["median_null_dim_of_sink_heads"] = kd.med_null;
+        run.results()["median_null_minus_sink_dim"] = kd.med_diff;
+        run.results()["median_null_minus_sink_dim_ci"] = {kd.diff_ci.lo, kd.diff_ci.hi};
+        run.results()["predicted_sink_heads"] = hp.mf.tp + hp.mf.fp;
+        run.results()["accuracy"] = hp.mf.accuracy();
+        run.results()["balanced_accuracy"] = hp.mf.balanced_accuracy();
+        run.results()["balanced_accuracy_ci"] = {hp.mf_ci.lo, hp.mf_ci.hi};
         run.results()["constant_predictor_accuracy"] = double(std::max(pos_score, heads - pos_score)) / double(heads);
-        run.results()["precision"] = mf.tp + mf.fp ? double(mf.tp) / double(mf.tp + mf.fp) : 0.0;
-        run.results()["recall"] = mf.tp + mf.fn ? double(mf.tp) / double(mf.tp + mf.fn) : 0.0;
-        run.results()["theory_rule_accuracy"] = rule_g4.accuracy();
-        run.results()["theory_rule_balanced_accuracy"] = rule_g4.balanced_accuracy();
-        run.results()["theory_rule_balanced_accuracy_ci"] = {g4_ci.lo, g4_ci.hi};
+        run.results()["precision"] = hp.mf.tp + hp.mf.fp ? double(hp.mf.tp) / double(hp.mf.tp + hp.mf.fp) : 0.0;
+        run.results()["recall"] = hp.mf.tp + hp.mf.fn ? double(hp.mf.tp) / double(hp.mf.tp + hp.mf.fn) : 0.0;
+        run.results()["theory_rule_accuracy"] = hp.rule_g4.accuracy();
+        run.results()["theory_rule_balanced_accuracy"] = hp.rule_g4.balanced_accuracy();
+        run.results()["theory_rule_balanced_accuracy_ci"] = {hp.g4_ci.lo, hp.g4_ci.hi};
         run.results()["theory_rule_predicted_sink_heads"] = g4_pos;
         run.results()["pearson_alpha0"] = analysis::pearson(ah, am);
         run.finish();

@@ -15,7 +15,7 @@ def read_safetensors(path):
         n = struct.unpack("<Q", f.read(8))[0]
         header = json.loads(f.read(n))
         data = f.read()
-    dtypes = {"F32": np.float32, "F16": np.float16, "BF16": None}
+    dtypes = {"F32": np.float32, "F16": np.float16}
     out = {}
     for name, t in header.items():
         if name == "__metadata__":

@@ -302,8 +302,8 @@ Weights<T> read_weights(const TensorSource& s, const Config& c, const TensorName
             case ParamRead::none: return;
             case ParamRead::head: {  // never prefixed
                 if (!s.has(pattern)) throw Error("untied model has no " + pattern, {where, pattern, {}});
-                if (s.view) owner.*row.view = s.view(pattern, {rows, cols});
-                if ((owner.*row.view).empty()) owner.*row.mat = read_matrix<T>(s, pattern, rows, cols);
+                if (row.view && s.view) owner.*row.view = s.view(pattern, {rows, cols});
+                if (!row.view || (owner.*row.view).empty()) owner.*row.mat = read_matrix<T>(s, pattern, rows, cols);
                 return;
             }
             case ParamRead::table:  // never stored transposed, so a view whatever the layout
