@@ -95,7 +95,7 @@ analysis::Verdict a4_verdict(const SinkHeads& sh, std::int64_t L, analysis::Outc
                                              R.value("sink_checkpoints_min")),
                    absent);
     if (xs.size() >= 2) {
-        const auto trend = analysis::share_trend(fn, an, xs);
+        const auto trend = analysis::share_trend(fn, an, xs, analysis::TrendResampling::units);  // rule set 3
         v.condition(analysis::bootstrap_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
                                                   trend.change, trend.ci, trend.units, R.value("migration_change_min")));
         std::vector<double> fl = fn.back(), al = an.back();
