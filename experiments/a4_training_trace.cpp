@@ -16,8 +16,8 @@
 //                 checkpoint has lower bound ≥ 0.1 (convention: one head in ten)
 //   precondition  ≥ 3 checkpoints have such a sink (a trend needs three points)
 //   condition     migration: the least-squares change of share_c over the sink checkpoints
-//                 (analysis::share_trend, bootstrap over sequences) has lower bound ≥ 0.1 (convention: the
-//                 sink moves by at least 10 points of its mass toward layers 0–1)
+//                 (analysis::share_trend; two-stage bootstrap: checkpoints, then sequences) has lower
+//                 bound ≥ 0.1 (convention: the sink moves by at least 10 points of its mass toward layers 0–1)
 //   condition     concentration: share at the last checkpoint has lower bound ≥ (1 + 2/L)/2 (convention:
 //                 more than halfway from the uniform share 2/L to all of it; 0.75 at L = 4)
 // Null: checkpoint 0 (the untrained model) has no sink; with --random-init SEED nothing is trained and
@@ -80,7 +80,8 @@ analysis::Verdict a4_verdict(const SinkHeads& sh, std::int64_t L, analysis::Outc
         "share_c = sink heads (alpha0 > 0.3) in layers 0-1 / all sink heads, pooled over the validation sequences at "
         "checkpoint c. Preconditions (else 'not shown at this scale'): a sink forms (last checkpoint's Sink^0.3_0, "
         "bootstrap over sequences, lower bound >= 0.1; convention: one head in ten) at >= 3 checkpoints (a trend needs three "
-        "points). Reproduced when (1) the least-squares change of share_c over those checkpoints (bootstrap over sequences) "
+        "points). Reproduced when (1) the least-squares change of share_c over those checkpoints (two-stage bootstrap: "
+        "checkpoints, then sequences) "
         "has lower bound >= 0.1 (convention: the sink moves by >= 10 points of its mass toward layers 0-1) and (2) the last "
         "checkpoint's share has lower bound >= (1 + 2/L)/2 (convention: more than halfway from the uniform share 2/L to all; "
         "Paper A: 'finally concentrates in layers 0-1'); otherwise not reproduced",
@@ -95,7 +96,7 @@ analysis::Verdict a4_verdict(const SinkHeads& sh, std::int64_t L, analysis::Outc
                                              R.value("sink_checkpoints_min")),
                    absent);
     if (xs.size() >= 2) {
-        const auto trend = analysis::share_trend(fn, an, xs, analysis::TrendResampling::units);  // rule set 3
+        const auto trend = analysis::share_trend(fn, an, xs, analysis::TrendResampling::checkpoints_then_units);
         v.condition(analysis::bootstrap_condition("fitted change of the layers-0-1 share of sink heads over the sink checkpoints",
                                                   trend.change, trend.ci, trend.units, R.value("migration_change_min")));
         std::vector<double> fl = fn.back(), al = an.back();

@@ -64,6 +64,14 @@ def pct(x):
     return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
+def outcome_text(v):
+    """The outcome a reader sees: a claim's own; a control's "as expected" / "unexpected", with the rule's
+    outcome and the registered expectation (analysis/verdict.hpp writes both)."""
+    if v.get("rule_kind") == "control" and v.get("control_outcome"):
+        return v["control_outcome"], f"rule: {v['outcome']}; expected: {v.get('expected_outcome', '?')}"
+    return v["outcome"], ""
+
+
 def num(x):
     if x is None:
         return "n/a"
@@ -543,7 +551,7 @@ CSS = """body{font-family:sans-serif;max-width:1250px;margin:auto;padding:1em;fo
 table.main{border-collapse:collapse;width:100%}table.main>tbody>tr>td,table.main>tbody>tr>th{border:1px solid #ccc;padding:6px;vertical-align:top}
 table.inner{border-collapse:collapse;margin:4px 0}table.inner td,table.inner th{border:1px solid #ddd;padding:2px 5px;font-size:12px}
 .v-reproduced{background:#d4f7d4}.v-not-reproduced{background:#f7d4d4}.v-not-shown-at-this-scale{background:#f7f0c8}
-.v-not-applicable{background:#e8e0f7}.v-not-run{background:#e0e0e0}.v-inconclusive{background:#fbe3c8}
+.v-not-applicable{background:#e8e0f7}.v-as-expected{background:#d4f7d4}.v-unexpected{background:#f7d4d4}.v-not-run{background:#e0e0e0}.v-inconclusive{background:#fbe3c8}
 img{max-width:100%}.rule{font-size:12px;color:#333}.small{font-size:12px;color:#555}"""
 
 
@@ -712,8 +720,9 @@ def write_html(report, rows, metas, out, null_rows=()):
     for row in rows:
         title, paper = paper_of(row["claim"])
         v = row["verdict"]
-        outcome = v["outcome"] if v else NOT_RUN
+        outcome, because = outcome_text(v) if v else (NOT_RUN, "")
         cls = "v-" + outcome.replace(" ", "-")
+        outcome_cell = f"<b>{html.escape(outcome)}</b>" + (f"<div class='small'>{html.escape(because)}</div>" if because else "")
         ours = conditions_html(v) if v else html.escape(row["why"])
         if row["figure_error"]:
             ours += f"<div class='small'>{html.escape(row['figure_error'])}</div>"
@@ -722,7 +731,7 @@ def write_html(report, rows, metas, out, null_rows=()):
         stmt = row.get("statement", "")
         html_out.append(f"<tr><td><b>{html.escape(row['claim'])}</b><br>{html.escape(title)}<div class='small'>{row['experiment']}"
                         f"{'<br>' + html.escape(stmt) if stmt else ''}</div></td>"
-                        f"<td>{html.escape(paper)}</td><td>{ours}</td><td class='{cls}'><b>{outcome}</b>{rule}</td></tr>")
+                        f"<td>{html.escape(paper)}</td><td>{ours}</td><td class='{cls}'>{outcome_cell}{rule}</td></tr>")
         if row["figures"]:
             html_out.append("<tr><td></td><td colspan='3'>" + "".join(f"<img src='{f}'>" for f in row["figures"]) + "</td></tr>")
     html_out.append("</table>")
@@ -817,7 +826,8 @@ def claims_markdown(rows, null_rows=(), metas=()):
         ci = v.get("ci") or [None, None]
         measure = v.get("measure", "").replace("|", "/")
         label = row["claim"] + (" (control, not counted)" if v.get("rule_kind") == "control" else "")
-        lines.append(f"| {label} | **{v['outcome']}** | {measure}: {num(v.get('statistic'))} [{num(ci[0])}, {num(ci[1])}] "
+        outcome, because = outcome_text(v)
+        lines.append(f"| {label} | **{outcome}**{' (' + because + ')' if because else ''} | {measure}: {num(v.get('statistic'))} [{num(ci[0])}, {num(ci[1])}] "
                      f"| {v.get('n', '')} | {v.get('side', '')} {num(v.get('threshold'))} | {v.get('decided_by', '').replace('|', '/')} "
                      f"| {null.get(row['claim'], 'not run')} |")
     return "\n".join(lines) + "\n"

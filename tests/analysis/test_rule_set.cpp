@@ -39,11 +39,49 @@ TEST_CASE("every registered rule is well formed", "[rule_set]") {
         }
         for (const auto& p : r.preconditions) CHECK(absent.count(p.if_absent) == 1);
         CHECK(r.outcomes.count("every condition holds") == 1);
+        // A control says what its rule should give on its model, and only a control does.
+        CHECK(r.outcomes.count(kControlExpectation) == (r.kind == "control" ? 1u : 0u));
+        if (r.kind == "control") {
+            const std::set<std::string> outcomes{"reproduced", "not reproduced", "inconclusive", "not applicable",
+                                                 "not shown at this scale"};
+            CHECK(outcomes.count(r.expected_outcome()) == 1);
+        }
         const std::string h = rule_hash(r);
         CHECK(h.size() == 64);
         CHECK(std::all_of(h.begin(), h.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }));
     }
     CHECK(rule("A1-control").kind == "control");
+}
+
+TEST_CASE("a control's verdict says whether its rule gave the expected outcome", "[rule_set][verdict]") {
+    const Rule& control = rule("A1-control");
+    auto verdict_with = [&](double recovery) {
+        Verdict v("A1-control: test", "rule", "null");
+        v.registered(control);
+        v.condition(bootstrap_condition("recovery", recovery, {recovery - 0.01, recovery + 0.01}, 10, 0.8));
+        return v;
+    };
+    Rule expects_pass = control, expects_failure = control;
+    expects_pass.outcomes[kControlExpectation] = "reproduced";
+    expects_failure.outcomes[kControlExpectation] = "not reproduced";
+    Verdict pass = verdict_with(1.0), fail = verdict_with(0.5);
+    CHECK(pass.registered(expects_pass).control_outcome() == "as expected");
+    CHECK(fail.registered(expects_pass).control_outcome() == "unexpected");
+    CHECK(fail.registered(expects_failure).control_outcome() == "as expected");
+    const auto j = fail.registered(expects_pass).to_json();
+    CHECK(j["outcome"] == "not reproduced");
+    CHECK(j["expected_outcome"] == "reproduced");
+    CHECK(j["control_outcome"] == "unexpected");
+    // A claim has none: no key in its JSON, and asking its rule is an error naming it.
+    Verdict claim("A1: test", "rule", "null");
+    claim.registered(rule("A1")).condition(bootstrap_condition("recovery", 1.0, {0.9, 1.1}, 10, 0.8));
+    CHECK(claim.control_outcome().empty());
+    CHECK_FALSE(claim.to_json().contains("control_outcome"));
+    CHECK_THROWS_WITH(rule("A1").expected_outcome(), Catch::Contains("rule A1 registers no expected outcome"));
+    Rule unregistered = control;
+    unregistered.outcomes.erase(kControlExpectation);
+    Verdict missing("A1-control: test", "rule", "null");
+    CHECK_THROWS_WITH(missing.registered(unregistered), Catch::Contains("rule A1-control registers no expected outcome"));
 }
 
 TEST_CASE("a missing rule or value is an error naming it", "[rule_set]") {

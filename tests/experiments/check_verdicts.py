@@ -56,6 +56,13 @@ def problems(v, mode, experiment):
         out.append(f"rule_hash must be 64 hex digits, got {h!r}")
     if v.get("rule_kind") not in ("claim", "control"):
         out.append(f"rule_kind must be 'claim' or 'control', got {v.get('rule_kind')!r}")
+    if v.get("rule_kind") == "control":
+        expected = v.get("expected_outcome")
+        if v.get("control_outcome") != ("as expected" if v["outcome"] == expected else "unexpected"):
+            out.append(f"a control needs control_outcome 'as expected' exactly when outcome equals expected_outcome; got "
+                       f"outcome {v['outcome']!r}, expected_outcome {expected!r}, control_outcome {v.get('control_outcome')!r}")
+    elif "control_outcome" in v:
+        out.append("a claim has no control_outcome")
     if mode == "null":
         allowed = NULL_OK | ({"not shown at this scale"} if experiment in TRAINS_ITS_OWN_MODEL else set())
         if v["outcome"] not in allowed:

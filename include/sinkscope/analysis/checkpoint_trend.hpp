@@ -30,7 +30,7 @@
 namespace sinkscope::analysis {
 
 enum class TrendResampling {
-    checkpoints_then_units,  // the two stages above (rule A4 since rule set 2, experiments/RULES_CHANGELOG.md)
+    checkpoints_then_units,  // the two stages above (rule A4 since rule set version 4, experiments/RULES_CHANGELOG.md)
     units,                   // stage 2 only: sequences resampled, checkpoints fixed
 };
 

@@ -50,10 +50,14 @@ struct RulePrecondition {
     std::string if_absent;  // "not applicable" or "not shown at this scale"
 };
 
+// The outcome-map key under which a rule of kind "control" registers the outcome its rule should give on
+// the control's model; the verdict then reads "as expected" when it does and "unexpected" otherwise.
+inline constexpr const char* kControlExpectation = "the control's expected outcome";
+
 struct Rule {
     std::string id;
     std::string experiment;
-    std::string kind = "claim";  // "claim" or "control"
+    std::string kind = "claim";  // "claim" or "control" (a control registers kControlExpectation in outcomes)
     std::string scope;
     std::vector<RuleValue> values;
     std::vector<RulePrecondition> preconditions;
@@ -64,6 +68,14 @@ struct Rule {
         for (const auto& v : values)
             if (v.key == key) return v.value;
         throw Error("rule " + id + " has no registered value '" + std::string(key) + "' (analysis/rule_table.hpp)");
+    }
+    // A control's registered expected outcome; an Error naming the rule when it is not a control or has none.
+    const std::string& expected_outcome() const {
+        const auto it = outcomes.find(kControlExpectation);
+        require(kind == "control" && it != outcomes.end(),
+                "rule " + id + " registers no expected outcome: only a rule of kind 'control' has one, under '" +
+                    std::string(kControlExpectation) + "' (analysis/rule_table.hpp)");
+        return it->second;
     }
 };
 

@@ -11,7 +11,7 @@
 
 namespace sinkscope::analysis {
 
-inline constexpr const char* kRuleSetVersion = "3";
+inline constexpr const char* kRuleSetVersion = "4";
 
 // One row per rule, in the order the experiments run (A1 … A4-scale, B1 … B6, C1 … C3, P1, P2).
 //   id        the claim string the experiment passes to Verdict(...) where it is a short id; where it
@@ -124,7 +124,12 @@ inline const std::vector<Rule>& rule_table() {
              /*outcomes*/ {{"every condition holds", "reproduced"},
                           {"a condition fails", "not reproduced"},
                           {"a precondition fails", "not applicable"},
-                          {"--control 0, or a --model with one layer", "no verdict written"}}},
+                          {"--control 0, or a --model with one layer", "no verdict written"},
+                          // Registered 2026-12-07 from the claim string above ("recovery is expected there"):
+                          // the rule should pass on a model that never saw BOS.
+                          {kControlExpectation, "reproduced"},
+                          {"the control: the rule's outcome equals the expected one", "as expected"},
+                          {"the control: any other outcome", "unexpected"}}},
 
         // A2 is scored twice (set registered 2026-12-06, RULES_CHANGELOG.md): at the early stage, the two blocks
         // Paper A places the circuit in ("A2", below), and at the massive stage after B1's step-up
@@ -243,7 +248,10 @@ inline const std::vector<Rule>& rule_table() {
              /*scope*/ "The 4-layer model trained here without BOS (Guo et al.'s Bigram-Backcopy recipe, 2000 steps, a checkpoint "
                       "every 250), on the same validation sequences at every checkpoint: share_c = sink heads (alpha0 > eps) "
                       "of layers 0..early_layers-1 over all sink heads, pooled over sequences; the sink checkpoints are those "
-                      "whose Sink^eps_0 (all layers) has bootstrap lower bound >= sink_checkpoint_rate_min.",
+                      "whose Sink^eps_0 (all layers) has bootstrap lower bound >= sink_checkpoint_rate_min. The fitted change's "
+                      "interval is a two-stage percentile bootstrap: the sink checkpoints drawn with replacement (each with its "
+                      "position), then the sequences (one draw shared by the drawn checkpoints); each resample's slope times the "
+                      "full span (analysis/checkpoint_trend.hpp).",
              /*values*/
                  {
                      {"sink_eps", 0.3, "locator", "definition: core/measures.hpp (Gu et al.'s eps)"},  // a4_training_trace.cpp:43 (Config), used :112-113

@@ -27,7 +27,9 @@
 // claims): {"claim", "outcome", "rule", "measure", "statistic", "threshold", "ci": [lo, hi], "n",
 // "null", "decided_by", "preconditions": [...], "conditions": [...], "checks": [...], "rule_id", "rule_hash",
 // "rule_kind"} (the last three when the verdict names its registered rule, analysis/rule_set.hpp; a rule of
-// kind "control" checks the method and is not counted among the claims).
+// kind "control" checks the method and is not counted among the claims). A control's verdict adds
+// "expected_outcome" (registered with its rule) and "control_outcome": "as expected" when "outcome" equals
+// it, "unexpected" otherwise.
 #pragma once
 
 #include <cmath>
@@ -116,7 +118,18 @@ public:
     Verdict& condition(Condition c) { cond_.push_back(std::move(c)); return *this; }
     // The registered rule (analysis/rule_table.hpp) this verdict applies: its id and hash go into the JSON,
     // so every outcome names the exact rule-set row that decided it.
-    Verdict& registered(const Rule& r) { rule_id_ = r.id; rule_hash_ = rule_hash(r); rule_kind_ = r.kind; return *this; }
+    Verdict& registered(const Rule& r) {
+        rule_id_ = r.id;
+        rule_hash_ = rule_hash(r);
+        rule_kind_ = r.kind;
+        expected_ = r.kind == "control" ? r.expected_outcome() : std::string();
+        return *this;
+    }
+    // "as expected" / "unexpected" for a registered control; empty for a claim.
+    std::string control_outcome() const {
+        if (expected_.empty()) return {};
+        return to_string(outcome()) == expected_ ? "as expected" : "unexpected";
+    }
     const std::string& rule_id() const { return rule_id_; }
     // A theorem or sanity check, reported but never part of the decision.
     Verdict& check(std::string name, double value, double bound, bool holds) {
@@ -152,6 +165,10 @@ public:
             j["rule_id"] = rule_id_;
             j["rule_hash"] = rule_hash_;
             j["rule_kind"] = rule_kind_;
+            if (!expected_.empty()) {
+                j["expected_outcome"] = expected_;
+                j["control_outcome"] = to_string(o) == expected_ ? "as expected" : "unexpected";
+            }
         }
         if (!details_.is_null()) j["details"] = details_;
         return j;
@@ -187,7 +204,7 @@ private:
         return {Outcome::reproduced, "every condition holds"};
     }
 
-    std::string claim_, rule_, null_, rule_id_, rule_hash_, rule_kind_;
+    std::string claim_, rule_, null_, rule_id_, rule_hash_, rule_kind_, expected_;
     std::vector<Pre> pre_;
     std::vector<Condition> cond_;
     nlohmann::json checks_ = nlohmann::json::array();
