@@ -863,8 +863,9 @@ def main():
         v = row["verdict"]
         if v:
             ci = v.get("ci") or [None, None]
-            print(f"{row['claim']:10s} {v['outcome']:24s} {v.get('measure', '')}: {num(v.get('statistic'))} "
-                  f"[{num(ci[0])}, {num(ci[1])}], n={v.get('n')}")
+            outcome, because = outcome_text(v)
+            print(f"{row['claim']:10s} {outcome:24s} {v.get('measure', '')}: {num(v.get('statistic'))} "
+                  f"[{num(ci[0])}, {num(ci[1])}], n={v.get('n')}" + (f" ({because})" if because else ""))
         else:
             print(f"{row['claim']:8s} not run ({row['why']})")
     print(f"wrote {os.path.join(a.report, 'index.html')}")
