@@ -8,6 +8,8 @@
 //     and its pattern bytes decode to round(255·p) of the lower triangle.
 #include <catch2/catch.hpp>
 
+#include "small_llama_fixture.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -16,18 +18,10 @@
 #include <sinkscope/train/init.hpp>
 
 using namespace sinkscope;
+namespace small_llama = sinkscope::test::small_llama;
+using small_llama::kTokens;
 
 namespace {
-
-model::Config view_config() {
-    model::Config c;
-    c.architecture = "llama";
-    c.n_layers = 3; c.d_model = 16; c.n_heads = 4; c.n_kv_heads = 2; c.head_dim = 4; c.d_ff = 24;
-    c.vocab_size = 40; c.context_length = 16;
-    return c;
-}
-
-const std::vector<std::int32_t> kTokens{3, 17, 5, 5, 29, 11, 0, 38};
 
 // RFC 4648's alphabet, decoded by table lookup (the inverse the page's atob computes).
 std::vector<std::uint8_t> from_base64(const std::string& s) {
@@ -50,7 +44,7 @@ std::vector<std::uint8_t> from_base64(const std::string& s) {
 }  // namespace
 
 TEST_CASE("head_view: patterns, alpha0, norms and top channels equal a plain capture", "[analysis][view]") {
-    const auto c = view_config();
+    const auto c = small_llama::config();
     const auto w = train::init_weights<float>(c, 7, {0.3, false});
     const auto v = analysis::head_view(c, w, kTokens, {3, 2});
     const std::int64_t T = std::int64_t(kTokens.size()), L = c.n_layers, H = c.n_heads, d = c.d_model;
@@ -102,7 +96,7 @@ TEST_CASE("head_view: patterns, alpha0, norms and top channels equal a plain cap
 }
 
 TEST_CASE("head_view: a sink-token model keeps the sink slot as position 0", "[analysis][view]") {
-    auto c = view_config();
+    auto c = small_llama::config();
     c.attention = model::AttentionKind::sink_token;
     const auto w = train::init_weights<float>(c, 3, {0.3, false});
     const auto v = analysis::head_view(c, w, kTokens);
@@ -114,7 +108,7 @@ TEST_CASE("head_view: a sink-token model keeps the sink slot as position 0", "[a
 }
 
 TEST_CASE("head_view: bad options name themselves", "[analysis][view]") {
-    const auto c = view_config();
+    const auto c = small_llama::config();
     const auto w = train::init_weights<float>(c, 7, {0.3, false});
     CHECK_THROWS_WITH(analysis::head_view(c, w, {}), Catch::Contains("no tokens"));
     CHECK_THROWS_WITH(analysis::head_view(c, w, kTokens, {0, 3}), Catch::Contains("top_channels"));
@@ -133,7 +127,7 @@ TEST_CASE("head_view_html: base64, a script-safe JSON and the pattern bytes", "[
     CHECK(base64(bytes("fooba")) == "Zm9vYmE=");
     CHECK(base64(bytes("foobar")) == "Zm9vYmFy");
 
-    const auto c = view_config();
+    const auto c = small_llama::config();
     const auto w = train::init_weights<float>(c, 7, {0.3, false});
     const auto v = analysis::head_view(c, w, kTokens);
     // A token whose text would close the script element.

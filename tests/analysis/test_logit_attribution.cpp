@@ -10,6 +10,8 @@
 // model whose head parts are computed here by hand from the captured z and the frozen final RMSNorm.
 #include <catch2/catch.hpp>
 
+#include "small_llama_fixture.hpp"
+
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -22,6 +24,8 @@
 #include "test_paths.hpp"
 
 using namespace sinkscope;
+namespace small_llama = sinkscope::test::small_llama;
+using small_llama::kTokens;
 namespace fs = std::filesystem;
 
 namespace {
@@ -134,16 +138,6 @@ model::Weights<float> jittered_weights(const model::Config& c, std::uint64_t see
     return w;
 }
 
-model::Config small_config() {
-    model::Config c;
-    c.architecture = "llama";
-    c.n_layers = 3; c.d_model = 16; c.n_heads = 4; c.n_kv_heads = 2; c.head_dim = 4; c.d_ff = 24;
-    c.vocab_size = 40; c.context_length = 16;
-    return c;
-}
-
-const std::vector<std::int32_t> kTokens{3, 17, 5, 5, 29, 11, 0, 38};
-
 }  // namespace
 
 TEST_CASE("DLA parts sum to the logit and the lens ends at the logits on every family fixture", "[analysis][dla]") {
@@ -185,7 +179,7 @@ TEST_CASE("DLA and the lens on SmolLM2", "[analysis][dla][reference]") {
 
 TEST_CASE("DLA with the switches the fixtures lack", "[analysis][dla]") {
     SECTION("post-norm LayerNorm with biases and learned positions") {
-        auto c = small_config();
+        auto c = small_llama::config();
         c.norm = model::NormKind::layernorm; c.norm_bias = true; c.norm_placement = model::NormPlacement::post;
         c.positions = model::PositionKind::learned; c.ffn = model::FfnKind::gelu; c.activation = model::Activation::gelu_tanh;
         c.qkv_bias = c.out_bias = c.mlp_bias = true;
@@ -199,7 +193,7 @@ TEST_CASE("DLA with the switches the fixtures lack", "[analysis][dla]") {
         CHECK(a.mlp_bias.cwiseAbs().sum() > 0);
     }
     SECTION("a sink token") {
-        auto c = small_config();
+        auto c = small_llama::config();
         c.attention = model::AttentionKind::sink_token;
         const auto w = jittered_weights(c, 2);
         check_attribution(c, w, kTokens, -1);
@@ -210,7 +204,7 @@ TEST_CASE("DLA with the switches the fixtures lack", "[analysis][dla]") {
         CHECK(a.by_source.rightCols(4).cwiseAbs().sum() == 0);  // keys after position 3 (rows 5…8) are masked
     }
     SECTION("a KV sink, per-channel gates and sandwich norms") {
-        auto c = small_config();
+        auto c = small_llama::config();
         c.attention = model::AttentionKind::kv_bias; c.gate = model::GateKind::per_channel;
         c.norm_placement = model::NormPlacement::sandwich;
         const auto w = jittered_weights(c, 3);
@@ -221,14 +215,14 @@ TEST_CASE("DLA with the switches the fixtures lack", "[analysis][dla]") {
         CHECK(a.by_source.col(a.sources - 1).cwiseAbs().sum() > 0);  // the learnable slot's value
     }
     SECTION("per-head gates, output norms, a linear FFN") {
-        auto c = small_config();
+        auto c = small_llama::config();
         c.gate = model::GateKind::per_head; c.norm_placement = model::NormPlacement::output; c.ffn = model::FfnKind::linear;
         const auto w = jittered_weights(c, 4);
         check_attribution(c, w, kTokens, -1);
         check_lens(c, w, kTokens);
     }
     SECTION("DynamicTanh is refused by name") {
-        auto c = small_config();
+        auto c = small_llama::config();
         c.norm = model::NormKind::dynamic_tanh;
         const auto w = jittered_weights(c, 5);
         CHECK_THROWS_WITH(analysis::logit_attribution(c, w, kTokens, {1, -1, -1}), Catch::Contains("dynamic_tanh"));
@@ -238,7 +232,7 @@ TEST_CASE("DLA with the switches the fixtures lack", "[analysis][dla]") {
 
 TEST_CASE("DLA of a one-layer attention-only model by hand", "[analysis][dla]") {
     // x = e + Σ_h z_h W_O,hᵀ; ℓ = RMSNorm(x)·W_U[v] = Σ_i x_i r g_i W_U[v, i], r = 1/√(mean(x²) + ε).
-    auto c = small_config();
+    auto c = small_llama::config();
     c.n_layers = 1; c.ffn = model::FfnKind::none;
     const auto w = jittered_weights(c, 6);
     model::HookSet<float> hooks;

@@ -9,7 +9,6 @@
 #include <map>
 #include <set>
 #include <sinkscope/train/data.hpp>
-#include <sinkscope/train/random.hpp>
 
 using namespace sinkscope;
 using namespace sinkscope::train;
@@ -145,26 +144,6 @@ TEST_CASE("text corpus: a held-out file gives every validation window and no tra
     CHECK_THROWS_WITH(TextCorpus(train, 3000, 16, 4, -1, tiny), Catch::Contains("no held-out block") && Catch::Contains(tiny));
     CHECK_THROWS_WITH(TextCorpus(train, 3000, 16, 4, -1, (dir / "missing.u16").string()), Catch::Contains("cannot open"));
     std::filesystem::remove_all(dir);
-}
-
-TEST_CASE("Rng: state round trip and the gamma / Dirichlet laws", "[train][data]") {
-    Rng a(42);
-    a.normal();  // leaves a Box–Muller spare in the state
-    Rng b;
-    b.set_state(a.state());
-    for (int i = 0; i < 10; ++i) CHECK(a.normal() == b.normal());
-    for (double alpha : {0.3, 1.0, 4.0}) {
-        Rng r(7);
-        double m = 0;
-        const int n = 20000;
-        for (int i = 0; i < n; ++i) m += r.gamma(alpha) / n;
-        CHECK(std::abs(m - alpha) < 5 * std::sqrt(alpha / n));  // Var Gamma(α, 1) = α
-    }
-    Rng r(3);
-    const auto p = r.dirichlet(5, 0.5);
-    double s = 0;
-    for (double x : p) { CHECK(x >= 0); s += x; }
-    CHECK(s == Approx(1.0).epsilon(1e-12));
 }
 
 TEST_CASE("Bigram-Backcopy: Bayes-optimal loss is 0 after triggers and the bigram surprise elsewhere", "[train][data]") {
