@@ -191,8 +191,10 @@ int cmd_info(const std::string& path, const model::LoadOptions& options) {
               << "attention:  " << attention_spans(m.config) << "\n"
               << "parameters: " << model::parameter_count(m.weights) << "\n";
     print_parameter_rows(m);
-    if (!m.config.forward_only_switches().empty())
-        std::cout << "backends:   CPU forward only (training and CUDA do not implement " << m.config.forward_only_switches() << ")\n";
+    if (!m.config.cpu_only_switches().empty())
+        std::cout << "backends:   CPU only (CUDA does not implement " << m.config.cpu_only_switches() << ")\n";
+    if (!m.config.backward_missing_switches().empty())
+        std::cout << "gradients:  none (the backward does not implement " << m.config.backward_missing_switches() << ")\n";
     if (m.format == "gguf") {
         io::GgufFile f(path);
         std::map<std::string, int> types;

@@ -21,7 +21,7 @@ check "info lists block 0 only" bash -c "! grep -q 'blocks.1.attn' '$work/info'"
 fixtures=$(cd "$(dirname "$0")/../fixtures/model" && pwd)
 "$bin" info "$fixtures/random_gemma2" > "$work/gemma.info" 2>&1
 check "info lists Gemma 2's sliding and global layers" grep -q "global (layers 1, 3); sliding window 8 (layers 0, 2)" "$work/gemma.info"
-check "info says a Gemma 2 model runs on the CPU forward only" grep -q "CPU forward only" "$work/gemma.info"
+check "info says a Gemma 2 model runs on the CPU only" grep -q "CPU only (CUDA does not implement" "$work/gemma.info"
 "$bin" capture "$model" --list-hooks --describe > "$work/describe" 2>&1
 check "--list-hooks --describe prints the hook table's rows with shapes" grep -q "blocks.{l}.attn.hook_pattern.*\[head, query_pos, key_pos\]" "$work/describe"
 "$bin" capture "$model" --tokens 1,50,60,70,80 --hooks blocks.0.hook_resid_post,blocks.4.attn.hook_pattern,logits --out "$work/cap" > "$work/cap.log" 2>&1

@@ -135,6 +135,44 @@ std::vector<Variant> all_variants() {
     v.push_back({"T = 150, window 70, KV bias, TNLM", [](Config& c) {
         c.context_length = 160; c.sliding_window = 70; c.attention = AttentionKind::kv_bias; }, {0, -1, true}, 150});
     v.push_back({"T = 130 + sink token", [](Config& c) { c.context_length = 160; c.attention = AttentionKind::sink_token; }, {}, 130});
+    // The switches of the families loaded for analysis (Config::cpu_only_switches), one at a time and as
+    // their families combine them.
+    v.push_back({"embedding scale", [](Config& c) { c.embed_scale = 2.5; }});
+    v.push_back({"embedding scale, untied head", [](Config& c) { c.embed_scale = 0.6; c.tied_embeddings = false; }});
+    v.push_back({"logit soft cap", [](Config& c) { c.logit_softcap = 1.5; }});
+    v.push_back({"attention scale", [](Config& c) { c.attn_scale = 0.8; }});
+    v.push_back({"attention soft cap", [](Config& c) { c.attn_softcap = 0.9; }});
+    v.push_back({"attention soft cap + KV bias", [](Config& c) { c.attn_softcap = 1.1; c.attention = AttentionKind::kv_bias; }});
+    v.push_back({"layer windows (3, full)", [](Config& c) { c.layer_windows = {3, 0}; }});
+    v.push_back({"layer windows + sliding-layer rope base", [](Config& c) { c.layer_windows = {0, 2}; c.rope_base_sliding = 50; }});
+    v.push_back({"partial rotary (half the head)", [](Config& c) { c.rotary_dim = 2; }});
+    v.push_back({"rope frequency divisors", [](Config& c) { c.rope_freq_divisors = {1.0, 3.5}; }});
+    v.push_back({"partial rotary, interleaved, with divisors", [](Config& c) {
+        c.head_dim = 8; c.n_heads = 2; c.n_kv_heads = 2; c.rotary_dim = 4; c.rope_layout = RopeLayout::interleaved;
+        c.rope_freq_divisors = {2.0, 1.0}; }});
+    v.push_back({"parallel residual", [](Config& c) { c.parallel_residual = true; }});
+    v.push_back({"parallel residual, force-sink, sink token", [](Config& c) {
+        c.parallel_residual = true; c.force_sink_channels = 3; c.attention = AttentionKind::sink_token; }});
+    v.push_back({"output norm placement", [](Config& c) { c.norm_placement = NormPlacement::output; }});
+    v.push_back({"output norm placement, FFN linear", [](Config& c) { c.norm_placement = NormPlacement::output; c.ffn = FfnKind::linear; }});
+    v.push_back({"QK-norm over the projection", [](Config& c) { c.qk_norm = true; c.qk_norm_scope = QkNormScope::projection; }});
+    v.push_back({"mixture of experts, top 2 of 4, renormalised", [](Config& c) {
+        c.ffn = FfnKind::moe; c.n_experts = 4; c.n_experts_used = 2; c.moe_normalize_topk = true; }});
+    v.push_back({"mixture of experts, top 2 of 3, plain softmax, QK-norm over the projection", [](Config& c) {
+        c.ffn = FfnKind::moe; c.n_experts = 3; c.n_experts_used = 2; c.moe_normalize_topk = false; c.qk_norm = true;
+        c.qk_norm_scope = QkNormScope::projection; }});
+    v.push_back({"Gemma 2 style: sandwich, gelu(tanh) GLU, embedding scale, both soft caps, layer windows", [](Config& c) {
+        c.norm_placement = NormPlacement::sandwich; c.activation = Activation::gelu_tanh; c.embed_scale = 4.0;
+        c.attn_softcap = 1.2; c.logit_softcap = 2.0; c.layer_windows = {3, 0}; c.attn_scale = 0.6; }});
+    v.push_back({"Gemma 3 style: sandwich, head QK-norm, sliding-layer rope base", [](Config& c) {
+        c.norm_placement = NormPlacement::sandwich; c.qk_norm = true; c.layer_windows = {2, 0}; c.rope_base_sliding = 30; }});
+    v.push_back({"OLMo-2 style: output norms, projection QK-norm", [](Config& c) {
+        c.norm_placement = NormPlacement::output; c.qk_norm = true; c.qk_norm_scope = QkNormScope::projection; }});
+    v.push_back({"GPT-NeoX style: parallel residual, layernorm with biases, partial rotary, gelu", [](Config& c) {
+        c.parallel_residual = true; c.norm = NormKind::layernorm; c.norm_bias = true; c.qkv_bias = true; c.out_bias = true;
+        c.mlp_bias = true; c.ffn = FfnKind::gelu; c.activation = Activation::gelu_erf; c.rotary_dim = 2; }});
+    v.push_back({"T = 150, window 70, attention soft cap", [](Config& c) {
+        c.context_length = 160; c.sliding_window = 70; c.attn_softcap = 1.3; }, {}, 150});
     return v;
 }
 
@@ -157,6 +195,17 @@ TEST_CASE("gradients of every variant match central differences (double)", "[tra
     const int per_tensor = variants[i].T > 64 ? 3 : 10;
     const int checked = check_model_gradients(c, variants[i].mask, 100 + i, variants[i].T, per_tensor);
     CHECK(checked > 8 * per_tensor);
+}
+
+TEST_CASE("the backward refuses, by name, the one combination it does not implement", "[train][backward]") {
+    Config c = test::tiny_llama_config();
+    c.ffn = model::FfnKind::moe; c.n_experts = 3; c.n_experts_used = 1;
+    CHECK(c.backward_missing_switches().empty());
+    CHECK_NOTHROW(train::TapeRecorder<double>(c));
+    c.norm_placement = model::NormPlacement::sandwich;
+    c.validate();  // the forward runs it
+    CHECK(c.backward_missing_switches() == "ffn = moe with norm_placement = sandwich");
+    CHECK_THROWS_WITH(train::TapeRecorder<double>(c), Catch::Matchers::Contains("does not implement ffn = moe with norm_placement = sandwich"));
 }
 
 TEST_CASE("bf16 training: the tape's bf16 operands give exactly the gradients of a float tape, in every variant",

@@ -30,7 +30,7 @@ inline const char* to_string(Backend b) {
 
 // The backend `wanted` resolves to on this machine (host logic): automatic → cuda when a device is
 // present, else cpu with `reason` set; cuda without a device is an Error.
-// A config with switches the device forward lacks (model::Config::forward_only_switches) resolves like
+// A config with switches the device forward lacks (model::Config::cpu_only_switches) resolves like
 // "no device": automatic runs it on the CPU and says why, cuda is an Error.
 inline Backend resolve_backend(Backend wanted, const DeviceStatus& st, std::string* reason = nullptr,
                                const std::string& unsupported = "") {
@@ -49,7 +49,7 @@ inline Backend resolve_backend(Backend wanted, const DeviceStatus& st, std::stri
 class Runner {
 public:
     Runner(const model::Config& c, const model::Weights<float>& w, Backend wanted = Backend::automatic, int device = 0)
-        : c_(c), host_(&w), backend_(resolve_backend(wanted, device_status(), &reason_, c.forward_only_switches())) {
+        : c_(c), host_(&w), backend_(resolve_backend(wanted, device_status(), &reason_, c.cpu_only_switches())) {
         c.validate();
         if (backend_ == Backend::cuda) {
             ctx_ = std::make_unique<Context>(device);

@@ -299,8 +299,8 @@ struct Pass {
 
 inline void check_sequences(const model::Config& c, const DeviceWeights& w, const std::vector<std::int32_t>& tokens,
                             std::int64_t B) {
-    require(c.forward_only_switches().empty(),
-            "cuda::forward does not implement " + c.forward_only_switches() + " (architecture " + c.architecture +
+    require(c.cpu_only_switches().empty(),
+            "cuda::forward does not implement " + c.cpu_only_switches() + " (architecture " + c.architecture +
                 "): run it with model::forward or Backend::automatic");
     require(!tokens.empty(), "cuda::forward: empty token sequence");
     require(B > 0 && std::int64_t(tokens.size()) % B == 0,

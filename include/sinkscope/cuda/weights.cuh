@@ -166,7 +166,7 @@ inline std::vector<ArenaEntry> arena_layout(const model::Weights<float>& w) {
 
 // Checks `w` against `c` and copies it to the device.
 inline DeviceWeights upload(const Context& ctx, const model::Config& c, const model::Weights<float>& w) {
-    require(c.forward_only_switches().empty(), "cuda::upload: the CUDA backend does not implement " + c.forward_only_switches() +
+    require(c.cpu_only_switches().empty(), "cuda::upload: the CUDA backend does not implement " + c.cpu_only_switches() +
                                                    " (architecture " + c.architecture + "); use the CPU forward");
     check_weights(c, w);
     DeviceWeights d;

@@ -146,10 +146,10 @@ struct Config {
     }
     std::int64_t rope_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
     bool has_post_norm() const { return norm_placement == NormPlacement::sandwich || norm_placement == NormPlacement::output; }
-    // The switches that only the CPU forward implements (families loaded for analysis: Gemma, OLMo-2,
-    // GPT-NeoX, Phi-3's partial rotary, mixtures of experts); "" when there is none. Training and the
-    // CUDA forward refuse them.
-    std::string forward_only_switches() const {
+    // The switches that only the CPU implements (families loaded for analysis: Gemma, OLMo-2, GPT-NeoX,
+    // Phi-3's partial rotary, Llama 3.1's frequency divisors, mixtures of experts); "" when there is none.
+    // The CPU forward and backward (train/model_backward.hpp) run them; the CUDA forward and trainer refuse them.
+    std::string cpu_only_switches() const {
         std::string r;
         auto add = [&r](bool on, const char* what) { if (on) r += (r.empty() ? "" : ", ") + std::string(what); };
         add(norm_placement == NormPlacement::output, "norm_placement = output");
@@ -165,6 +165,17 @@ struct Config {
         add(logit_softcap != 0, "logit_softcap");
         add(ffn == FfnKind::moe, "ffn = moe");
         return r;
+    }
+    [[deprecated("renamed cpu_only_switches: the CPU backward runs them too")]] std::string forward_only_switches() const {
+        return cpu_only_switches();
+    }
+    // The combinations the CPU backward does not implement; "" when it implements this config. A mixture
+    // of experts is differentiated with pre-norm placement only (Mixtral's and OLMoE's): the sandwich and
+    // output norms would need the experts' raw output, which the tape does not keep.
+    std::string backward_missing_switches() const {
+        if (ffn == FfnKind::moe && norm_placement != NormPlacement::pre)
+            return std::string("ffn = moe with norm_placement = ") + to_string(norm_placement);
+        return "";
     }
 
     void validate() const {

@@ -7,6 +7,11 @@
 //   pre-norm:  h = x + Attn(N₁(m(x)));         x' = h + FFN(N₂(m(h)))     m: force-sink mask (or identity)
 //   sandwich:  h = x + N₁ᵖ(Attn(N₁(m(x))));    x' = h + N₂ᵖ(FFN(N₂(m(h))))
 //   post-norm: h = N₁(x + Attn(x));            x' = N₂(h + FFN(h))
+//   output:    h = x + N₁ᵖ(Attn(x));           x' = h + N₂ᵖ(FFN(h))                          (OLMo-2)
+//   parallel:  x' = x + Attn(N₁(m(x))) + FFN(N₂(m(x)))                                      (GPT-NeoX)
+// and around the blocks x = s_e·E[tokens] (+ P) (Gemma's embedding scale s_e), logits = c·tanh(x_f W_headᵀ / c)
+// (Gemma 2's logit soft cap c). Every switch of the CPU forward is differentiated (Config::backward_missing_switches
+// names the combinations that are not); a mixture of experts holds its chosen experts fixed.
 #pragma once
 
 #include <Eigen/Core>
@@ -114,19 +119,23 @@ void with_saved_qkv(const LayerTape<T>& tp, Fn&& fn) {
 }
 
 // forward (model::detail::attention_block_forward):
-//   q = inp W_Qᵀ + b_Q, k = …, v = …;  [QK-norm];  [RoPE];  P_h = softmax(q_h k_gᵀ/√d_h + mask [+ slot]);
+//   q = inp W_Qᵀ + b_Q, k = …, v = …;  [QK-norm];  [RoPE];  P_h = softmax(cap(α q_h k_gᵀ) + mask [+ slot]);
+//   α = 1/√d_h or Config::attn_scale;  cap(s) = c·tanh(s/c) with Config::attn_softcap c > 0, else s;
 //   z_h = P_h v_g [+ p_slot v_bias];  [z ⊙= σ(gate)];  out = z W_Oᵀ + b_O
 // dinp (n × d) += ∂L/∂inp; dw accumulates the block's attention parameters.
 template <class T>
 void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& dout, const LayerTape<T>& tp,
                               const model::Nondeduced<model::ProductInput<T>>& inp, const model::LayerWeights<T>& w,
-                              const model::Config& c) {
+                              const model::Config& c, std::int64_t layer) {
     using model::AttentionKind;
     using model::GateKind;
     const std::int64_t n = inp.rows(), H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
     const bool kv_bias = c.attention == AttentionKind::kv_bias;
     const bool has_slot = kv_bias || c.attention == AttentionKind::softmax_off_by_one;
-    const T scale = T(1) / std::sqrt(T(dh));
+    const model::ScoreRule rule{c.window_at(layer), c.attn_scale, c.attn_softcap};  // the forward's (attention_block_forward)
+    const std::int64_t window = rule.window;
+    const T scale = rule.scale_for<T>(dh);
+    const T cap = T(rule.softcap);
     const bool bf16 = model::attention_in_bf16<T>();  // read here: the per-head workers do not have the setting
 
     // out = z W_Oᵀ + b_O
@@ -173,7 +182,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     const std::int64_t kBlock = bf16 ? 128 : 64;
     Mat<T> dq = Mat<T>::Zero(n, H * dh), dk = Mat<T>::Zero(n, G * dh), dv = Mat<T>::Zero(n, G * dh);
     // bf16 products, plain causal softmax: each head's backward on AMX tiles where the CPU has them.
-    const bool amx = bf16 && !has_slot && c.sliding_window == 0 && c.attn_softcap == 0 && model::use_amx_attention(dh, true);
+    const bool amx = bf16 && !has_slot && window == 0 && cap == 0 && model::use_amx_attention(dh, true);
     if constexpr (std::is_same_v<T, float>) {
         if (amx) {
             with_saved_qkv(tp, [&](const auto& Q, const auto& K, const auto& V) {
@@ -195,12 +204,12 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     if (!amx) with_saved_qkv(tp, [&](const auto& Q, const auto& K, const auto& V) {
 #pragma omp parallel for schedule(static) if (G > 1)
         for (std::int64_t g = 0; g < G; ++g) {
-            Mat<T> dP(std::min(kBlock, n), n), dS(std::min(kBlock, n), n);
+            Mat<T> dP(std::min(kBlock, n), n), dS(std::min(kBlock, n), n), capped;
             Vec<T> slot_dp, dslot;
             for (std::int64_t h = g * group; h < (g + 1) * group; ++h) {
                 for (std::int64_t r0 = 0; r0 < n; r0 += kBlock) {
                     const std::int64_t r1 = std::min(n, r0 + kBlock), rows = r1 - r0;
-                    const std::int64_t k0 = c.sliding_window > 0 ? std::max<std::int64_t>(0, r0 - c.sliding_window + 1) : 0;
+                    const std::int64_t k0 = window > 0 ? std::max<std::int64_t>(0, r0 - window + 1) : 0;
                     const std::int64_t kw = r1 - k0;
                     const auto P = tp.pattern.block(h * n + r0, k0, rows, kw);          // (rows, kw)
                     const auto dzh = dz.block(r0, h * dh, rows, dh);                      // (rows, d_h)
@@ -217,10 +226,17 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
                         dw.sink_kv.row(1).segment(g * dh, dh).noalias() += ps.transpose() * dzh;
                         dslot = Vec<T>::Zero(rows);
                     }
-                    // s = q_h k_gᵀ / √d_h:   dq_h += dS k_g / √d_h,   dk_g += dSᵀ q_h / √d_h
-                    // (dSb is the softmax's dS already times 1/√d_h)
+                    // s = α q_h k_gᵀ:   dq_h += α dS k_g,   dk_g += α dSᵀ q_h
+                    // (dSb is the softmax's dS already times α)
                     softmax_backward<T>(dSb, kv_bias ? dslot.data() : nullptr, dPb, P, kv_bias ? slot_dp.data() : nullptr,
                                         has_slot, /*accumulate=*/false, scale);
+                    if (cap != 0) {
+                        // s = c·tanh(u/c), u = α q_h k_gᵀ:  ds/du = 1 − tanh²(u/c), with u recomputed (one product)
+                        capped.resize(rows, kw);
+                        model::attention_product(capped, head_block(Q, n, h, r0, rows, dh),
+                                                 model::transpose_of(head_block(K, n, g, k0, kw, dh)), false, bf16, scale);
+                        dSb.array() *= T(1) - (capped.array() / cap).tanh().square();
+                    }
                     const model::ScopedBf16Reuse reuse_ds(dSb, bf16);
                     model::attention_product(dq.block(r0, h * dh, rows, dh), dSb, head_block(K, n, g, k0, kw, dh), true, bf16);
                     model::attention_product(dk.block(k0, g * dh, kw, dh), dSb.transpose(), head_block(Q, n, h, r0, rows, dh),
@@ -236,9 +252,9 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
         }
     });
 
-    if (c.positions == model::PositionKind::rope) {
-        rope_backward(dq, H, dh, c.rope_base, c.rope_layout);
-        rope_backward(dk, G, dh, c.rope_base, c.rope_layout);
+    if (c.positions == model::PositionKind::rope) {  // the forward's θ: base per layer, partial rotary, divisors
+        rope_backward(dq, H, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims(), c.rope_freq_divisors);
+        rope_backward(dk, G, dh, c.rope_base_at(layer), c.rope_layout, 0, c.rope_dims(), c.rope_freq_divisors);
     }
     if (c.qk_norm) {
         // q ← head_rmsnorm(inp W_Qᵀ + b_Q): recompute the pre-norm q and k (one GEMM each).
@@ -247,8 +263,10 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
         model::linear_forward(q_raw, x, w.wq, w.bq);
         model::linear_forward(k_raw, x, w.wk, w.bk);
         Mat<T> dq_raw = Mat<T>::Zero(n, H * dh), dk_raw = Mat<T>::Zero(n, G * dh);
-        head_rmsnorm_backward(dq_raw, dw.q_norm, dq, q_raw, w.q_norm, H, dh, c.norm_eps);
-        head_rmsnorm_backward(dk_raw, dw.k_norm, dk, k_raw, w.k_norm, G, dh, c.norm_eps);
+        // per head (d_h entries each), or one RMSNorm over the whole projection (OLMo-2)
+        const bool per_head = c.qk_norm_scope == model::QkNormScope::head;
+        head_rmsnorm_backward(dq_raw, dw.q_norm, dq, q_raw, w.q_norm, per_head ? H : 1, per_head ? dh : H * dh, c.norm_eps);
+        head_rmsnorm_backward(dk_raw, dw.k_norm, dk, k_raw, w.k_norm, per_head ? G : 1, per_head ? dh : G * dh, c.norm_eps);
         dq.swap(dq_raw);
         dk.swap(dk_raw);
     }
@@ -256,6 +274,57 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     linear_backward(&dinp, dw.wq, &dw.bq, dq, inp, w.wq);
     linear_backward(&dinp, dw.wk, &dw.bk, dk, inp, w.wk);
     linear_backward(&dinp, dw.wv, &dw.bv, dv, inp, w.wv);
+}
+
+// forward (model::detail::moe_block_forward), the chosen experts c_{t,i} held fixed:
+//   out_t = Σ_i w_{t,i} E_{c_{t,i}}(x_t),   E_e(x) = W_down,e (act(W_gate,e x) ⊙ W_up,e x),   w = route(x W_routerᵀ)
+//   dw_{t,i} = dout_t · E_{c_{t,i}}(x_t);   expert e's rows get dout_t w_{t,i};   route: moe_router_backward
+// Each expert's hidden layer is recomputed from x (two GEMMs per expert over its tokens).
+template <class T>
+void moe_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& dout, const LayerTape<T>& tp,
+                        const Mat<T>& x, const model::LayerWeights<T>& w, const model::Config& c) {
+    const std::int64_t n = x.rows(), E = c.n_experts, k = c.n_experts_used;
+    require(tp.chosen_experts.rows() == n && tp.chosen_experts.cols() == k && tp.router_logits.cols() == E,
+            "mixture-of-experts backward: the tape has no routing of this block");
+    Mat<T> dweight = Mat<T>::Zero(n, k);
+    std::vector<std::int64_t> rows;  // expert e's (token, slot) pairs, t·k + i
+    Mat<T> xe, gate, up, act, hidden, out, dout_e, dhidden, dgate, dup, dxe;
+    for (std::int64_t e = 0; e < E; ++e) {
+        rows.clear();
+        for (std::int64_t t = 0; t < n; ++t)
+            for (std::int64_t i = 0; i < k; ++i)
+                if (std::llround(double(tp.chosen_experts(t, i))) == e) rows.push_back(t * k + i);
+        if (rows.empty()) continue;
+        const std::int64_t m = std::int64_t(rows.size());
+        const model::ExpertWeights<T>& we = w.experts[std::size_t(e)];
+        model::ExpertWeights<T>& ge = dw.experts[std::size_t(e)];
+        xe.resize(m, c.d_model);
+        for (std::int64_t j = 0; j < m; ++j) xe.row(j) = x.row(rows[std::size_t(j)] / k);
+        gate.noalias() = xe * we.w_gate.transpose();
+        up.noalias() = xe * we.w_up.transpose();
+        model::activation_forward(act, gate, c.activation);
+        hidden = act.cwiseProduct(up);
+        out.noalias() = hidden * we.w_down.transpose();
+        dout_e.resize(m, c.d_model);
+        for (std::int64_t j = 0; j < m; ++j) {
+            const std::int64_t t = rows[std::size_t(j)] / k, i = rows[std::size_t(j)] % k;
+            dweight(t, i) = dout.row(t).dot(out.row(j));
+            dout_e.row(j) = dout.row(t) * tp.expert_weights(t, i);
+        }
+        // out = hidden W_downᵀ;  hidden = act(gate) ⊙ up;  gate = x W_gateᵀ, up = x W_upᵀ
+        linear_backward<T>(&dhidden, ge.w_down, nullptr, dout_e, hidden, we.w_down, /*dinp_first=*/true);
+        dgate = Mat<T>::Zero(m, c.d_ff);
+        activation_backward(dgate, Mat<T>(dhidden.cwiseProduct(up)), gate, c.activation);
+        dup = dhidden.cwiseProduct(act);
+        dxe = Mat<T>::Zero(m, c.d_model);
+        linear_backward<T>(&dxe, ge.w_gate, nullptr, dgate, xe, we.w_gate);
+        linear_backward<T>(&dxe, ge.w_up, nullptr, dup, xe, we.w_up);
+        for (std::int64_t j = 0; j < m; ++j) dinp.row(rows[std::size_t(j)] / k) += dxe.row(j);
+    }
+    // w = route(s), s = x W_routerᵀ
+    Mat<T> dlogits = Mat<T>::Zero(n, E);
+    moe_router_backward(dlogits, dweight, tp.expert_weights, tp.chosen_experts, tp.router_logits, c.moe_normalize_topk);
+    linear_backward<T>(&dinp, dw.w_router, nullptr, dlogits, x, w.w_router);
 }
 
 // forward (model::detail::ffn_block_forward):
@@ -329,7 +398,7 @@ void ffn_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& 
         }
         case model::FfnKind::linear: linear_backward(&dinp, dw.w_down, &dw.b_down, dout, inp, w.w_down); return;
         case model::FfnKind::none: return;
-        case model::FfnKind::moe: throw Error("training: the backward pass does not implement ffn = moe");  // refused earlier too
+        case model::FfnKind::moe: moe_block_backward(dinp, dw, dout, tp, inp.values("mixture-of-experts backward"), w, c); return;
     }
 }
 
@@ -343,8 +412,12 @@ Mat<T> attention_raw_output(const LayerTape<T>& tp, const model::LayerWeights<T>
 template <class T>
 Mat<T> ffn_raw_output(const LayerTape<T>& tp, const model::LayerWeights<T>& w, const model::Config& c) {
     Mat<T> out;
-    const SavedOperand<T>& in = c.ffn == model::FfnKind::linear ? tp.xn2 : tp.post;  // float with a sandwich norm
-    model::linear_forward(out, in.input().values("sandwich-norm backward"), w.w_down, w.b_down);
+    const bool output = c.norm_placement == model::NormPlacement::output;  // no pre-norm: the FFN reads resid_mid
+    // float with a sandwich or output norm (TapeRecorder)
+    const Mat<T>& in = c.ffn != model::FfnKind::linear ? tp.post.input().values("sandwich-norm backward")
+                       : output                    ? tp.resid_mid
+                                                   : tp.xn2.input().values("sandwich-norm backward");
+    model::linear_forward(out, in, w.w_down, w.b_down);
     return out;
 }
 
@@ -362,10 +435,21 @@ void masked_norm_backward(Mat<T>& dx, model::NormWeights<T>& dw, const Mat<T>& d
 // One block backward. dx holds ∂L/∂resid_post on entry and ∂L/∂resid_pre on exit.
 template <class T>
 void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& tp, const model::LayerWeights<T>& w,
-                    const model::Config& c) {
+                    const model::Config& c, std::int64_t layer) {
     const std::int64_t n = dx.rows(), d = dx.cols();
     const bool ffn = c.ffn != model::FfnKind::none;
     Mat<T> masked;
+    if (c.parallel_residual) {
+        // x' = x + Attn(N₁(m(x))) + FFN(N₂(m(x))): both sub-layers read the block's input
+        const Mat<T> dout = dx;
+        Mat<T> dxn = Mat<T>::Zero(n, d);
+        ffn_block_backward(dxn, dw, dout, tp, tp.xn2.input(), w, c);
+        masked_norm_backward(dx, dw.ffn_norm, dxn, tp.resid_pre, w.ffn_norm, c, masked);
+        dxn.setZero();
+        attention_block_backward(dxn, dw, dout, tp, tp.xn1.input(), w, c, layer);
+        masked_norm_backward(dx, dw.attn_norm, dxn, tp.resid_pre, w.attn_norm, c, masked);
+        return;
+    }
     if (c.norm_placement == model::NormPlacement::post) {
         if (ffn) {
             // x' = N₂(u),  u = h + FFN(h)
@@ -380,7 +464,19 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
         Mat<T> du = Mat<T>::Zero(n, d);
         norm_backward(du, dw.attn_norm, dx, u, w.attn_norm, c.norm, c.norm_eps);
         dx = du;
-        attention_block_backward(dx, dw, du, tp, tp.resid_pre, w, c);
+        attention_block_backward(dx, dw, du, tp, tp.resid_pre, w, c, layer);
+        return;
+    }
+    if (c.norm_placement == model::NormPlacement::output) {
+        // x' = h + N₂ᵖ(FFN(h)),  h = x + N₁ᵖ(Attn(x)): no norm before a sub-layer
+        Mat<T> dsub = Mat<T>::Zero(n, d);
+        if (ffn) {
+            norm_backward(dsub, dw.ffn_post_norm, dx, ffn_raw_output(tp, w, c), w.ffn_post_norm, c.norm, c.norm_eps);
+            ffn_block_backward(dx, dw, dsub, tp, tp.resid_mid, w, c);
+            dsub.setZero();
+        }
+        norm_backward(dsub, dw.attn_post_norm, dx, attention_raw_output(tp, w), w.attn_post_norm, c.norm, c.norm_eps);
+        attention_block_backward(dx, dw, dsub, tp, tp.resid_pre, w, c, layer);
         return;
     }
     const bool sandwich = c.norm_placement == model::NormPlacement::sandwich;
@@ -402,21 +498,31 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
         norm_backward(dsub, dw.attn_post_norm, dx, attention_raw_output(tp, w), w.attn_post_norm, c.norm, c.norm_eps);
     }
     Mat<T> dxn = Mat<T>::Zero(n, d);
-    attention_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn1.input(), w, c);
+    attention_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn1.input(), w, c, layer);
     masked_norm_backward(dx, dw.attn_norm, dxn, tp.resid_pre, w.attn_norm, c, masked);
 }
 
 }  // namespace detail
 
 // The whole backward pass of one sequence: from ∂L/∂logits (T × vocab) and its tape, accumulates
-// every parameter gradient into `grads` (shaped by zeros_like(w)).
-//   forward: x = E[tokens] (+ P) (sink embedding first);  blocks;  x_f = N_f(x);  logits = x_f W_headᵀ
+// every parameter gradient into `grads` (shaped by zeros_like(w)). With `dresid_pre`, also returns
+// ∂L/∂resid_pre of every block l (n × d each, the sink token's row first where there is one): the
+// gradient at the residual stream, block 0's being that of the embeddings (plus positions).
+//   forward: x = s_e·E[tokens] (+ P) (sink embedding first);  blocks;  x_f = N_f(x);  logits = cap(x_f W_headᵀ)
 template <class T>
-void backward(model::Weights<T>& grads, const Mat<T>& dlogits, const Tape<T>& tape, const model::Weights<T>& w,
-              const model::Config& c) {
+void backward(model::Weights<T>& grads, const Mat<T>& dlogits_capped, const Tape<T>& tape, const model::Weights<T>& w,
+              const model::Config& c, std::vector<Mat<T>>* dresid_pre = nullptr) {
     model::require_dense(w, "training (backward)");
+    require(c.backward_missing_switches().empty(), "backward: the backward pass does not implement " + c.backward_missing_switches());
     const std::int64_t n = tape.n, sink = tape.sink, nt = n - sink, d = c.d_model;
-    require(dlogits.rows() == nt && dlogits.cols() == c.vocab_size, "backward: dlogits has the wrong shape");
+    require(dlogits_capped.rows() == nt && dlogits_capped.cols() == c.vocab_size, "backward: dlogits has the wrong shape");
+    // logits = c·tanh(u/c) (Gemma 2's soft cap):  du = dlogits (1 − (logits/c)²)
+    Mat<T> uncapped;
+    if (c.logit_softcap != 0) {
+        const T cap = T(c.logit_softcap);
+        uncapped = (dlogits_capped.array() * (T(1) - (tape.logits.array() / cap).square())).matrix();
+    }
+    const Mat<T>& dlogits = c.logit_softcap != 0 ? uncapped : dlogits_capped;
     const bool post = c.norm_placement == model::NormPlacement::post;
     const Mat<T>& head = w.output_head();
     Mat<T>& dhead = w.lm_head.size() ? grads.lm_head : grads.tok_embed;
@@ -438,12 +544,19 @@ void backward(model::Weights<T>& grads, const Mat<T>& dlogits, const Tape<T>& ta
         norm_backward(dn, grads.final_norm, dx, tape.final_in, w.final_norm, c.norm, c.norm_eps);
         dx.swap(dn);
     }
-    for (std::int64_t l = c.n_layers - 1; l >= 0; --l)
-        detail::block_backward(dx, grads.layers[l], tape.layers[l], w.layers[l], c);
-    // x = E[tokens] + P
+    if (dresid_pre) dresid_pre->assign(std::size_t(c.n_layers), Mat<T>());
+    for (std::int64_t l = c.n_layers - 1; l >= 0; --l) {
+        detail::block_backward(dx, grads.layers[l], tape.layers[l], w.layers[l], c, l);
+        if (dresid_pre) (*dresid_pre)[std::size_t(l)] = dx;
+    }
+    // x = s_e·E[tokens] + P  (s_e rounded to T, as the forward multiplies)
     if (c.positions == model::PositionKind::learned) grads.pos_embed.topRows(n) += dx;
     if (sink) grads.sink_embed += dx.row(0).transpose();
-    for (std::int64_t t = 0; t < nt; ++t) grads.tok_embed.row(tape.tokens[t]) += dx.row(t + sink);
+    const T embed_scale = T(c.embed_scale);
+    for (std::int64_t t = 0; t < nt; ++t) {
+        if (c.embed_scale != 1) grads.tok_embed.row(tape.tokens[t]) += dx.row(t + sink) * embed_scale;
+        else grads.tok_embed.row(tape.tokens[t]) += dx.row(t + sink);
+    }
 }
 
 }  // namespace sinkscope::train

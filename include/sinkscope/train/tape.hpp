@@ -5,8 +5,8 @@
 //
 //   resid_pre, ln1.hook_normalized, attn.hook_rot_q / rot_k (RoPE) or hook_q / hook_k, attn.hook_v,
 //   attn.hook_pattern, attn.hook_gate, attn.hook_z, hook_attn_out (post-norm), hook_resid_mid, ln2.hook_normalized,
-//   mlp.hook_pre / pre_linear / post, hook_mlp_out (post-norm), the last hook_resid_post, ln_final.hook_normalized,
-//   logits.
+//   mlp.hook_pre / pre_linear / post, mlp.hook_router_logits / expert_weights / chosen_experts (mixture of
+//   experts), hook_mlp_out (post-norm), the last hook_resid_post, ln_final.hook_normalized, logits.
 //
 // Why this design (rather than a second, training-only forward): the model the interpretability
 // tools measure is then exactly the model that was trained, every variant (sink token, force-sink,
@@ -15,7 +15,8 @@
 // (memory-bound, small next to the GEMMs; in bf16 training the activations that only feed products are
 // kept as their bf16 rounding, see SavedOperand) and a few cheap recomputations in the backward pass:
 // the norms' 1/rms from their inputs, q/k before QK-norm (one GEMM, QK-norm only), the ungated z
-// (gated attention only) and the raw sub-block output before a sandwich norm (one GEMM, sandwich only).
+// (gated attention only), the raw sub-block output before a sandwich or output norm (one GEMM) and each
+// expert's hidden layer (mixture of experts only).
 //
 // The recorder also checks activations for NaN/inf and remembers the first offending hook name, which
 // names the layer and the operation. FiniteCheck::all checks every saved activation; ::sentinels only
@@ -75,6 +76,9 @@ struct LayerTape {
     Mat<T> pre, pre_linear;    // (n, d_ff)     FFN gate pre-activation / up projection
     SavedOperand<T> post;      // (n, d_ff)     FFN hidden, the input of W_down
     Mat<T> mlp_out;            // (n, d)        post-norm only (empty otherwise)
+    Mat<T> router_logits;      // (n, E)        mixture of experts only: the router's logits,
+    Mat<T> expert_weights;     // (n, k)        the chosen experts' mixing weights
+    Mat<T> chosen_experts;     // (n, k)        and their indices (exact integers)
     // The backward may round gradients that only feed bf16 products to bf16 as it makes them (the SwiGLU
     // backward's dgate and dup): set with the bf16 operands (TapeRecorder::keep_bf16_operands).
     bool round_gradients = false;
@@ -97,16 +101,18 @@ template <class T>
 class TapeRecorder {
 public:
     explicit TapeRecorder(const model::Config& c, FiniteCheck mode = FiniteCheck::sentinels) : c_(c), check_(mode) {
-        require(c.forward_only_switches().empty(), "training: the backward pass does not implement " +
-                                                       c.forward_only_switches() + " (architecture " + c.architecture + ")");
+        require(c.backward_missing_switches().empty(), "backward: the backward pass does not implement " +
+                                                           c.backward_missing_switches() + " (architecture " + c.architecture + ")");
         tape_.layers.resize(c.n_layers);
         const bool rope = c.positions == model::PositionKind::rope;
         // Which saved operands may be kept as bf16 bits (when their products run in bf16): those the
-        // backward reads only in products. QK-norm recomputes q and k from ln1's output and a sandwich
-        // norm recomputes the sub-block outputs from z and the FFN's input (float products); the
-        // KV-bias slot multiplies q in float (and q, k, v are kept alike).
-        const bool sandwich = c.norm_placement == model::NormPlacement::sandwich;
-        const Operand linear_in{false, !c.qk_norm}, sub_in{false, !sandwich};
+        // backward reads only in products. QK-norm recomputes q and k from ln1's output, a sandwich or
+        // output norm recomputes the sub-block outputs from z and the FFN's input, and a mixture of
+        // experts recomputes each expert from the FFN's input (float products); the KV-bias slot
+        // multiplies q in float (and q, k, v are kept alike).
+        const bool recompute_out = c.norm_placement == model::NormPlacement::sandwich || c.norm_placement == model::NormPlacement::output;
+        const bool moe = c.ffn == model::FfnKind::moe;
+        const Operand linear_in{false, !c.qk_norm}, sub_in{false, !recompute_out}, ffn_in{false, !recompute_out && !moe};
         const bool qkv_bits = c.attention != model::AttentionKind::kv_bias;
         const Operand q_in{true, qkv_bits, c.n_heads}, kv_in{true, qkv_bits, c.n_kv_heads};
         for (std::int64_t l = 0; l < c.n_layers; ++l) {
@@ -126,12 +132,17 @@ public:
             else check_only(names[model::HookId::attn_out]);
             capture(names[model::HookId::resid_mid], L.resid_mid, false, true);
             if (c.ffn != model::FfnKind::none) {
-                capture(names[model::HookId::ln2], L.xn2, sub_in);
+                capture(names[model::HookId::ln2], L.xn2, ffn_in);
                 if (c.ffn == model::FfnKind::swiglu || c.ffn == model::FfnKind::gelu) {
                     capture(names[model::HookId::mlp_pre], L.pre);
                     capture(names[model::HookId::mlp_post], L.post, sub_in);
                 }
                 if (c.ffn == model::FfnKind::swiglu) capture(names[model::HookId::mlp_pre_linear], L.pre_linear);
+                if (moe) {
+                    capture(names[model::HookId::router_logits], L.router_logits, /*cols_from_last=*/true);
+                    capture(names[model::HookId::expert_weights], L.expert_weights, /*cols_from_last=*/true);
+                    capture(names[model::HookId::chosen_experts], L.chosen_experts, /*cols_from_last=*/true);
+                }
                 if (post) capture(names[model::HookId::mlp_out], L.mlp_out);
                 else check_only(names[model::HookId::mlp_out]);
             }

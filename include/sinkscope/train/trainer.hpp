@@ -83,8 +83,8 @@ struct TrainConfig {
     // Rejects impossible settings with a message naming the setting.
     void validate(std::int64_t seq_len) const {
         model.validate();
-        require(model.forward_only_switches().empty(),
-                "training: the backward pass does not implement " + model.forward_only_switches());
+        require(model.backward_missing_switches().empty(),
+                "training: the backward pass does not implement " + model.backward_missing_switches());
         require(model.d_model % model.n_heads == 0 || model.architecture != "sinkscope",
                 "invalid config: d_model (" + std::to_string(model.d_model) + ") is not divisible by n_heads (" +
                     std::to_string(model.n_heads) + ")");
