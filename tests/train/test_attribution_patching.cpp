@@ -1,0 +1,132 @@
+// Attribution patching on the residual stream (train/attribution_patching.hpp) against its peer, exact
+// patching (one patched forward per site, model::patch_sites): the first-order estimate must approach the
+// exact effect as the patched difference shrinks, with an error of second order.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <sinkscope/model/forward.hpp>
+#include <sinkscope/model/load.hpp>
+#include <sinkscope/train/attribution_patching.hpp>
+
+#include "test_paths.hpp"
+#include "train/train_test_util.hpp"
+
+using namespace sinkscope;
+using model::Config;
+
+namespace {
+
+using Cache = std::map<std::string, model::Captured<double>>;
+
+Cache resid_pre_cache(const Config& c, const model::Weights<double>& w, const std::vector<std::int32_t>& tokens) {
+    model::HookSet<double> hooks;
+    model::ActivationCache<double> cache;
+    cache.attach(hooks, [](const std::string& n) { return n.find("hook_resid_pre") != std::string::npos; });
+    model::forward(c, w, tokens, &hooks);
+    return cache.all();
+}
+
+// The clean run's residual stream moved by eps times a fixed random direction (entries N(0, 1)).
+Cache nudged(Cache x, double eps, std::uint64_t seed) {
+    train::Rng rng(seed);
+    for (auto& [name, a] : x)
+        for (double& v : a.data) v += eps * rng.normal();
+    return x;
+}
+
+// max over sites |estimate − exact| and max |exact|
+std::pair<double, double> worst_error(const Config& c, const model::Weights<double>& w, const std::vector<std::int32_t>& tokens,
+                                      const train::LogitDifference& metric, double eps) {
+    const Cache corrupted = nudged(resid_pre_cache(c, w, tokens), eps, 5);
+    const auto r = train::attribution_patch_residual(c, w, tokens, corrupted, metric);
+    const std::int64_t rows = std::int64_t(tokens.size()) + (c.attention == model::AttentionKind::sink_token ? 1 : 0);
+    REQUIRE(std::int64_t(r.sites.size()) == c.n_layers * rows);
+    const double clean_metric = metric(model::forward(c, w, tokens));  // the patched forwards' own arithmetic
+    double err = 0, scale = 0;
+    for (const auto& s : r.sites) {
+        const double exact = train::exact_patch_residual(c, w, tokens, corrupted, metric, s.layer, s.position, clean_metric);
+        err = std::max(err, std::abs(s.estimate - exact));
+        scale = std::max(scale, std::abs(exact));
+    }
+    return {err, scale};
+}
+
+void check_first_order(const Config& c, const model::Weights<double>& w, const std::vector<std::int32_t>& tokens,
+                       const train::LogitDifference& metric) {
+    // Patches of eps times N(0, 1) per entry. Measured: the error is 1e-4 to 1e-3 of the largest effect at
+    // eps = 1e-4 and falls 100-fold per 10-fold smaller eps.
+    const auto [err5, scale5] = worst_error(c, w, tokens, metric, 1e-5);
+    const auto [err6, scale6] = worst_error(c, w, tokens, metric, 1e-6);
+    INFO("eps 1e-5: max error " << err5 << " of max effect " << scale5 << "; eps 1e-6: " << err6 << " of " << scale6);
+    REQUIRE(scale5 > 0);
+    CHECK(err6 <= 1e-4 * scale6);                        // the estimate equals exact patching to 1e-4 at eps-sized patches
+    CHECK(scale5 / scale6 == Approx(10).epsilon(0.05));  // the effect is first order in eps …
+    CHECK(err5 / err6 > 30);                             // … and the error second order (ideally 100×)
+}
+
+}  // namespace
+
+TEST_CASE("attribution patching: the estimate is exact patching to first order (double)", "[train][attribution]") {
+    SECTION("tiny Llama") {
+        const Config c = test::tiny_llama_config();
+        const auto w = test::random_test_weights<double>(c, 3);
+        check_first_order(c, w, test::random_tokens(9, c.vocab_size, 4), {-1, 5, 11});
+    }
+    SECTION("sink token, logit alone at position 4") {
+        Config c = test::tiny_llama_config();
+        c.attention = model::AttentionKind::sink_token;
+        const auto w = test::random_test_weights<double>(c, 6);
+        check_first_order(c, w, test::random_tokens(8, c.vocab_size, 7), {4, 9, -1});
+    }
+    for (const char* kind : {"gemma2", "olmo2", "gpt_neox", "mixtral"}) {
+        SECTION(kind) {
+            const auto m = model::load_model<float>(test::fixture(std::string("model/random_") + kind));
+            const auto w = model::cast_weights<double>(m.weights);
+            check_first_order(m.config, w, test::random_tokens(8, m.config.vocab_size, 8), {-1, 3, 7});
+        }
+    }
+}
+
+TEST_CASE("attribution patching: sites the corruption does not reach are zero, both ways", "[train][attribution]") {
+    // One token substituted at position 5: block 0's input differs at position 5 only, and causal attention
+    // carries the difference to positions 5, 6, 7 of the later blocks' inputs, never to earlier ones.
+    const Config c = test::tiny_llama_config();
+    const auto w = test::random_test_weights<double>(c, 9);
+    auto clean = test::random_tokens(8, c.vocab_size, 10);
+    auto corrupt = clean;
+    corrupt[5] = (clean[5] + 1) % std::int32_t(c.vocab_size);
+    const Cache corrupted = resid_pre_cache(c, w, corrupt);
+    const train::LogitDifference metric{-1, 2, 3};
+    const double corrupted_metric = metric(model::forward(c, w, corrupt));
+    const auto r = train::attribution_patch_residual(c, w, clean, corrupted, metric, corrupted_metric);
+    CHECK(r.corrupted_metric == corrupted_metric);
+    const double clean_metric = metric(model::forward(c, w, clean));  // the patched forwards' own arithmetic
+    CHECK(r.clean_metric == Approx(clean_metric).epsilon(1e-12));
+    int reached = 0;
+    for (const auto& s : r.sites) {
+        const double exact = train::exact_patch_residual(c, w, clean, corrupted, metric, s.layer, s.position, clean_metric);
+        const bool unchanged = s.position < 5 || (s.layer == 0 && s.position != 5);
+        if (unchanged) {
+            CHECK(s.estimate == 0.0);
+            CHECK(exact == 0.0);
+        } else {
+            CHECK(std::abs(s.estimate) > 0);
+            CHECK(std::abs(exact) > 0);
+            ++reached;
+        }
+    }
+    CHECK(reached == 1 + (c.n_layers - 1) * 3);
+}
+
+TEST_CASE("attribution patching: bad inputs are named", "[train][attribution]") {
+    using Catch::Matchers::Contains;
+    const Config c = test::tiny_llama_config();
+    const auto w = test::random_test_weights<double>(c, 11);
+    const auto clean = test::random_tokens(6, c.vocab_size, 12);
+    const Cache shorter = resid_pre_cache(c, w, test::random_tokens(5, c.vocab_size, 13));
+    CHECK_THROWS_WITH(train::attribution_patch_residual(c, w, clean, shorter, {-1, 1, 2}),
+                      Contains("blocks.0.hook_resid_pre") && Contains("same length"));
+    CHECK_THROWS_WITH(train::attribution_patch_residual(c, w, clean, Cache{}, {-1, 1, 2}), Contains("has no 'blocks.0.hook_resid_pre'"));
+    CHECK_THROWS_WITH(train::attribution_patch_residual(c, w, clean, shorter, {6, 1, 2}), Contains("past the sequence of 6 tokens"));
+    CHECK_THROWS_WITH(train::attribution_patch_residual(c, w, clean, shorter, {-1, 99, 2}), Contains("outside the vocabulary"));
+}
