@@ -163,3 +163,38 @@ TEST_CASE("is_sink is strict at eps", "[measures]") {
     CHECK(measures::is_sink(0.5, 0.49));
     CHECK_FALSE(measures::is_sink(std::numeric_limits<double>::quiet_NaN()));
 }
+
+TEST_CASE("spearman: published values, with and without ties", "[measures]") {
+    // Without ties: IQ against hours of television per week (Wikipedia's worked example of Spearman's
+    // rank correlation): Σd² = 194, ρ = 1 − 6·194 / (10·99) = −29/165.
+    const std::vector<double> iq{106, 100, 86, 101, 99, 103, 97, 113, 112, 110};
+    const std::vector<double> tv{7, 27, 2, 50, 28, 29, 20, 12, 6, 17};
+    CHECK(measures::spearman(iq, tv) == Approx(-29.0 / 165.0).epsilon(1e-14));
+    // With a tie: scipy.stats.spearmanr([1, 2, 3, 4, 5], [5, 6, 7, 8, 7]) = 0.8207826816681233 (its
+    // documentation's example; the two 7s share rank 3.5, ρ = 8/√95).
+    CHECK(measures::spearman({1, 2, 3, 4, 5}, {5, 6, 7, 8, 7}) == Approx(0.8207826816681233).epsilon(1e-14));
+    CHECK(measures::fractional_ranks({5, 6, 7, 8, 7}) == std::vector<double>{1, 2, 3.5, 5, 3.5});
+    CHECK(std::isnan(measures::spearman({1, 2, 3}, {4, 4, 4})));
+    CHECK_THROWS_WITH(measures::spearman({1, 2}, {1}), Catch::Matchers::Contains("same size"));
+    CHECK_THROWS_WITH(measures::spearman({1, std::nan("")}, {1, 2}), Catch::Matchers::Contains("value 1 is not finite"));
+}
+
+TEST_CASE("spearman: ±1 under monotone maps, symmetric, and bounded", "[measures][property]") {
+    test::check_property("rho(x, f(x)) = 1 for increasing f, -1 for decreasing; rho(x, y) = rho(y, x) in [-1, 1]", [] {
+        const auto n = *rc::gen::inRange<std::size_t>(2, 40);
+        std::vector<double> x(n), y(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            x[i] = double(*rc::gen::inRange(-1000, 1000)) + 0.001 * double(i);  // distinct
+            y[i] = double(*rc::gen::inRange(-5, 5));                            // ties
+        }
+        std::vector<double> up(n), down(n);
+        for (std::size_t i = 0; i < n; ++i) { up[i] = std::exp(x[i] / 1000); down[i] = -x[i] * x[i] * x[i]; }
+        RC_ASSERT(std::abs(measures::spearman(x, up) - 1) < 1e-12);
+        RC_ASSERT(std::abs(measures::spearman(x, down) + 1) < 1e-12);
+        const double r = measures::spearman(x, y), s = measures::spearman(y, x);
+        if (!std::isnan(r)) {
+            RC_ASSERT(std::abs(r - s) < 1e-12);
+            RC_ASSERT(std::abs(r) <= 1 + 1e-12);
+        }
+    }, 200, 41);
+}

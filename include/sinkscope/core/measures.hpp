@@ -18,6 +18,8 @@
 //                           pairs that are sink heads. Note: uniform causal attention gives
 //                           α₀ = H_T / T (harmonic number), which exceeds 0.3 for T ≤ 9 (H_10 / 10 = 0.293),
 //                           so the rate means something only for T ≥ 12 or so.
+//   Spearman's ρ            the Pearson correlation of the two samples' ranks, tied values sharing their
+//                           average rank (fractional ranking): ρ = cov(r_x, r_y) / (σ(r_x) σ(r_y))
 #pragma once
 
 #include <algorithm>
@@ -81,6 +83,39 @@ double received_attention_from(const Column& column, std::int64_t n, std::int64_
 template <class T>
 double received_attention(const T* A, std::int64_t n, std::int64_t k) {
     return received_attention_from([A, n, k](std::int64_t t) { return A[t * n + k]; }, n, k);
+}
+
+// Ranks 1…n of x, ties sharing the average of the ranks they span.
+inline std::vector<double> fractional_ranks(const std::vector<double>& x) {
+    std::vector<std::size_t> order(x.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&x](std::size_t a, std::size_t b) { return x[a] < x[b]; });
+    std::vector<double> r(x.size());
+    for (std::size_t i = 0; i < order.size();) {
+        std::size_t j = i;
+        while (j + 1 < order.size() && x[order[j + 1]] == x[order[i]]) ++j;
+        const double average = (double(i) + double(j)) / 2 + 1;  // ranks i+1 … j+1
+        for (std::size_t k = i; k <= j; ++k) r[order[k]] = average;
+        i = j + 1;
+    }
+    return r;
+}
+
+// Spearman's rank correlation of paired samples x and y (see the top of this file); NaN when either
+// sample is constant.
+inline double spearman(const std::vector<double>& x, const std::vector<double>& y) {
+    require(x.size() == y.size() && x.size() >= 2, "spearman: needs two samples of the same size, at least 2 values");
+    for (std::size_t i = 0; i < x.size(); ++i)
+        require(std::isfinite(x[i]) && std::isfinite(y[i]), "spearman: value " + std::to_string(i) + " is not finite");
+    const std::vector<double> rx = fractional_ranks(x), ry = fractional_ranks(y);
+    const double mean = (double(x.size()) + 1) / 2;  // the mean of any fractional ranking of n values
+    double sxy = 0, sxx = 0, syy = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        sxy += (rx[i] - mean) * (ry[i] - mean);
+        sxx += (rx[i] - mean) * (rx[i] - mean);
+        syy += (ry[i] - mean) * (ry[i] - mean);
+    }
+    return sxy / std::sqrt(sxx * syy);
 }
 
 }  // namespace sinkscope::measures
