@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `sinkscope lens` and `sinkscope dla` on the shared stories260K checkpoint (seconds): the files they promise,
-# the lens's last point against the logits `capture` writes, the DLA parts against the logit, bad input.
+# `sinkscope lens`, `sinkscope dla` and `sinkscope atp` on the shared stories260K checkpoint (seconds): the files
+# they promise, the lens's last point against the logits `capture` writes, the DLA parts against the logit,
+# attribution patching's unreached sites, bad input.
 # Usage: test_lens_dla.sh SINKSCOPE_BINARY SHARED_DIR
 set -u
 bin=$1; model=$2/models/stories260K.gguf
@@ -55,5 +56,30 @@ check "and records BOS used" python3 -c 'import json,sys; b=json.load(open(sys.a
 check "dla --bos off records no BOS" python3 -c 'import json,sys; sys.exit(0 if not json.load(open(sys.argv[1]))["bos"]["use"] else 1)' "$work/bos_off/summary.json"
 "$bin" lens "$model" --text "Once upon" --no-bos --out "$work/no_bos" > /dev/null 2>&1
 check "lens --no-bos records no BOS" python3 -c 'import json,sys; sys.exit(0 if not json.load(open(sys.argv[1]))["bos"]["use"] else 1)' "$work/no_bos/summary.json"
-[[ $fails -eq 0 ]] || cat "$work/numbers.log"
-check_summary "lens/dla cli: "
+# atp: attribution patching with token 60 substituted at position 2; the residual at earlier positions
+# is untouched, so there every estimate and every exact patch is exactly 0.
+"$bin" atp "$model" --tokens 1,50,60,70,80,90 --corrupted-tokens 1,50,61,70,80,90 --target 60 --contrast 70 --exact 8 \
+    --out "$work/atp" > "$work/atp.log" 2>&1
+check "atp exits 0" test $? -eq 0
+check "estimate.npy is (5 layers, 6 positions)" grep -qa "'shape': (5, 6)" "$work/atp/estimate.npy"
+check "exact.npy is (5, 6)" grep -qa "'shape': (5, 6)" "$work/atp/exact.npy"
+python3 - "$work" "$(dirname "$0")" > "$work/atp_numbers.log" 2>&1 <<'PY'
+import json, math, sys
+work = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from npy_stdlib import npy
+(L, n), est = npy(work + "/atp/estimate.npy")
+_, exact = npy(work + "/atp/exact.npy")
+s = json.load(open(work + "/atp/summary.json"))
+ran = [i for i in range(L * n) if not math.isnan(exact[i])]
+ok = s["exact_k"] == 8 and len(ran) == 16 and "spearman_top" in s and s["corrupted_tokens"][2] == 61
+ok &= all(est[l * n + t] == 0 for l in range(L) for t in range(2))
+ok &= all(exact[i] == 0 for i in ran if i % n < 2)
+print("atp", "consistent" if ok else "INCONSISTENT", len(ran))
+PY
+check "atp: 16 sites patched for real, and the unreached ones are exactly 0" grep -q "atp consistent" "$work/atp_numbers.log"
+"$bin" atp "$model" --tokens 1,50,60 --corrupted-tokens 1,50 --target 60 --out "$work/atp_bad" > "$work/atp_bad.log" 2>&1
+check "atp with inputs of different lengths exits 2" test $? -eq 2
+check "and says so" grep -q "needs the same length" "$work/atp_bad.log"
+[[ $fails -eq 0 ]] || cat "$work/numbers.log" "$work/atp_numbers.log"
+check_summary "lens/dla/atp cli: "
