@@ -515,39 +515,15 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
                                                 std::to_string(corrupt.size()) + "; attribution patching needs the same length");
     const train::LogitDifference metric{position, token_arg(m, "atp --target", target),
                                         contrast.empty() ? -1 : token_arg(m, "atp --contrast", contrast)};
-    model::HookSet<float> hooks;
-    model::ActivationCache<float> cache;
-    cache.attach(hooks, [](const std::string& n) { return n.find("hook_resid_pre") != std::string::npos; });
-    const double corrupted_metric = metric(model::forward(m.config, m.weights, corrupt, &hooks));
-    auto r = train::attribution_patch_residual(m.config, m.weights, clean, cache.all(), metric, corrupted_metric);
+    const auto corrupted = train::corrupted_run(m.config, m.weights, corrupt, metric);
+    auto r = train::attribution_patch_residual(m.config, m.weights, clean, corrupted.resid_pre, metric, corrupted.metric);
     const std::int64_t L = m.config.n_layers, n = std::int64_t(r.sites.size()) / L;
-
-    // --exact K: the top K by |estimate|, then K of the rest at random
-    std::vector<std::size_t> order(r.sites.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&r](std::size_t a, std::size_t b) { return std::abs(r.sites[a].estimate) > std::abs(r.sites[b].estimate); });
-    const std::size_t k = std::size_t(std::min<std::int64_t>(exact_k, std::int64_t(order.size())));
-    std::vector<std::size_t> top(order.begin(), order.begin() + std::ptrdiff_t(k)), rest(order.begin() + std::ptrdiff_t(k), order.end());
-    train::Rng rng(seed);
-    for (std::size_t i = 0; i < rest.size() && i < k; ++i) std::swap(rest[i], rest[i + std::size_t(rng.below(rest.size() - i))]);
-    rest.resize(std::min(k, rest.size()));
-    const double clean_metric = metric(model::forward(m.config, m.weights, clean));  // the patched forwards' own arithmetic
-    auto run_exact = [&](const std::vector<std::size_t>& sites, const char* what) {
-        std::vector<double> est, ex;
-        for (std::size_t i = 0; i < sites.size(); ++i) {
-            auto& s = r.sites[sites[i]];
-            s.exact = train::exact_patch_residual(m.config, m.weights, clean, cache.all(), metric, s.layer, s.position, clean_metric);
-            est.push_back(s.estimate);
-            ex.push_back(s.exact);
-            std::cerr << "\ratp: exact patching, " << what << " " << i + 1 << "/" << sites.size() << std::flush;
-        }
-        if (!sites.empty()) std::cerr << "\n";
-        return sites.size() >= 2 ? measures::spearman(est, ex) : std::numeric_limits<double>::quiet_NaN();
-    };
-    const double rho_top = run_exact(top, "top sites");
-    const double rho_random = run_exact(rest, "random sites");
-
+    const auto cmp = train::compare_with_exact(r, m.config, m.weights, clean, corrupted.resid_pre, metric, std::size_t(exact_k), seed,
+                                               [](std::size_t done, std::size_t total) {
+                                                   std::cerr << "\ratp: exact patching " << done << "/" << total << std::flush;
+                                                   if (done == total) std::cerr << "\n";
+                                               });
+    const std::size_t k = cmp.top.size();
     create_out_dir("atp", out);
     std::vector<float> estimate(r.sites.size()), exact(r.sites.size());
     for (std::size_t i = 0; i < r.sites.size(); ++i) { estimate[i] = float(r.sites[i].estimate); exact[i] = float(r.sites[i].exact); }
@@ -565,8 +541,8 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
     j["exact_k"] = k;
     j["seed"] = seed;
     auto rho = [](double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); };
-    j["spearman_top"] = rho(rho_top);
-    j["spearman_random"] = rho(rho_random);
+    j["spearman_top"] = rho(cmp.spearman_top);
+    j["spearman_random"] = rho(cmp.spearman_random);
     j["files"] = {"estimate.npy", "exact.npy"};
     write_json(out + "/summary.json", j);
 
@@ -576,6 +552,7 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
               << ": clean " << r.clean_metric << ", corrupted " << r.corrupted_metric << "\n";
     const std::int64_t sink = m.config.attention == model::AttentionKind::sink_token ? 1 : 0;
     std::cout << "  layer  pos  token             estimate      exact\n";
+    const std::vector<std::size_t> order = train::by_magnitude(r);
     for (std::size_t i = 0; i < std::min<std::size_t>(10, order.size()); ++i) {
         const auto& s = r.sites[order[i]];
         const std::int64_t t = s.position - sink;
@@ -584,8 +561,8 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
         std::printf("  %5lld  %3lld  %-16.16s %10.4g %10.4g\n", (long long)s.layer, (long long)s.position, tok.c_str(), s.estimate, s.exact);
     }
     if (k >= 2)
-        std::cout << "  Spearman rho(estimate, exact): top " << k << " sites " << rho_top << ", " << rest.size() << " random sites " << rho_random
-                  << "\n";
+        std::cout << "  Spearman rho(estimate, exact): top " << k << " sites " << cmp.spearman_top << ", " << cmp.random.size()
+                  << " random sites " << cmp.spearman_random << "\n";
     return 0;
 }
 

@@ -14,17 +14,22 @@
 // has gradients; analysis/ sits on the same floor and does not include it).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
+#include "sinkscope/core/measures.hpp"
 #include "sinkscope/model/forward.hpp"
 #include "sinkscope/model/hooks.hpp"
 #include "sinkscope/model/interventions.hpp"
 #include "sinkscope/train/model_backward.hpp"
+#include "sinkscope/train/random.hpp"
 #include "sinkscope/train/tape.hpp"
 
 namespace sinkscope::train {
@@ -66,6 +71,7 @@ AttributionPatching attribution_patch_residual(const model::Config& c, const mod
                                                const std::map<std::string, model::Captured<T>>& corrupted,
                                                const LogitDifference& metric,
                                                double corrupted_metric = std::numeric_limits<double>::quiet_NaN()) {
+    model::require_dense(w, "attribution patching (its backward)");
     require(!clean.empty(), "attribution patching: the clean sequence is empty");
     require(metric.target >= 0 && metric.target < c.vocab_size && metric.contrast < c.vocab_size,
             "attribution patching: the metric's tokens lie outside the vocabulary of " + std::to_string(c.vocab_size));
@@ -108,6 +114,22 @@ AttributionPatching attribution_patch_residual(const model::Config& c, const mod
     return out;
 }
 
+// The corrupted run a patch draws from: every block's hook_resid_pre over `tokens`, and the metric there.
+template <class T>
+struct CorruptedRun {
+    std::map<std::string, model::Captured<T>> resid_pre;
+    double metric = 0;
+};
+template <class T>
+CorruptedRun<T> corrupted_run(const model::Config& c, const model::Weights<T>& w, const std::vector<std::int32_t>& tokens,
+                              const LogitDifference& metric) {
+    model::HookSet<T> hooks;
+    model::ActivationCache<T> cache;
+    cache.attach(hooks, [](const std::string& n) { return n.find("hook_resid_pre") != std::string::npos; });
+    const double m = metric(model::forward(c, w, tokens, &hooks));
+    return {cache.all(), m};
+}
+
 // Exact patching of one site: M with blocks.{layer}.hook_resid_pre[position] taken from `corrupted`,
 // minus `clean_metric` (M of a plain forward of the clean tokens: the same arithmetic as the patched one).
 template <class T>
@@ -117,6 +139,56 @@ double exact_patch_residual(const model::Config& c, const model::Weights<T>& w, 
     model::HookSet<T> hooks;
     model::patch_sites(hooks, {model::PatchSite{detail::resid_pre_name(layer), -1, {position}, {}, {}}}, corrupted);
     return metric(model::forward(c, w, clean, &hooks)) - clean_metric;
+}
+
+// Indices of r.sites by decreasing |estimate| (ties in site order).
+inline std::vector<std::size_t> by_magnitude(const AttributionPatching& r) {
+    std::vector<std::size_t> order(r.sites.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&r](std::size_t a, std::size_t b) { return std::abs(r.sites[a].estimate) > std::abs(r.sites[b].estimate); });
+    return order;
+}
+
+// Exact patching of the `k` sites of largest |estimate| and of k others drawn at random (Rng(seed)),
+// filling their `exact`, and Spearman's ρ between estimate and exact over each set (NaN for fewer than two
+// sites, or a constant set). `progress(done, total)` is called after each patched forward when given.
+struct ExactComparison {
+    std::vector<std::size_t> top, random;  // indices into AttributionPatching::sites
+    double spearman_top = std::numeric_limits<double>::quiet_NaN();
+    double spearman_random = std::numeric_limits<double>::quiet_NaN();
+};
+template <class T>
+ExactComparison compare_with_exact(AttributionPatching& r, const model::Config& c, const model::Weights<T>& w,
+                                   const std::vector<std::int32_t>& clean, const std::map<std::string, model::Captured<T>>& corrupted,
+                                   const LogitDifference& metric, std::size_t k, std::uint64_t seed,
+                                   const std::function<void(std::size_t, std::size_t)>& progress = {}) {
+    const std::vector<std::size_t> order = by_magnitude(r);
+    k = std::min(k, order.size());
+    ExactComparison out;
+    out.top.assign(order.begin(), order.begin() + std::ptrdiff_t(k));
+    std::vector<std::size_t> rest(order.begin() + std::ptrdiff_t(k), order.end());
+    Rng rng(seed);  // a partial Fisher–Yates shuffle: the first min(k, rest) entries are a uniform draw
+    for (std::size_t i = 0; i < rest.size() && i < k; ++i) std::swap(rest[i], rest[i + std::size_t(rng.below(rest.size() - i))]);
+    rest.resize(std::min(k, rest.size()));
+    out.random = rest;
+    const double clean_metric = metric(model::forward(c, w, clean));  // the patched forwards' own arithmetic
+    std::size_t done = 0;
+    auto run = [&](const std::vector<std::size_t>& sites) {
+        std::vector<double> est, ex;
+        for (std::size_t i : sites) {
+            ResidualAttribution& s = r.sites[i];
+            s.exact = exact_patch_residual(c, w, clean, corrupted, metric, s.layer, s.position, clean_metric);
+            est.push_back(s.estimate);
+            ex.push_back(s.exact);
+            if (progress) progress(++done, 2 * k);
+        }
+        if (sites.size() < 2) return std::numeric_limits<double>::quiet_NaN();
+        return measures::spearman(est, ex);
+    };
+    out.spearman_top = run(out.top);
+    out.spearman_random = run(out.random);
+    return out;
 }
 
 }  // namespace sinkscope::train
