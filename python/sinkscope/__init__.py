@@ -313,6 +313,39 @@ class Model:
         c = -1 if contrast is None else self._token(contrast, "contrast")
         return self._m.dla([int(i) for i in a2[0]], self._token(target, "target"), c, int(position))
 
+    def grad(self, ids, metric, params: bool = False) -> dict:
+        """Gradients of a scalar metric of the logits. metric(logits) gets the forward's (pos, vocab) logits
+        and returns (value, dvalue/dlogits) with the gradient shaped like the logits (for a logit
+        difference, +1 and -1 at two entries). Returns a dict: 'value', and for every block l
+        'blocks.{l}.hook_resid_pre', the gradient at the block's input, float32 (pos, d_model) (with a sink
+        token, its row first); with params=True also 'params', every parameter's gradient by its
+        parameter_names() name. Needs float32 weights."""
+        a, batched, _ = self._ids(ids, None)
+        if batched:
+            raise Error("sinkscope: grad runs one sequence (1-D ids)")
+        value, dlogits = metric(self(a[0]))
+        d = self._m.grad([int(i) for i in a[0]], np.ascontiguousarray(dlogits, dtype=np.float64), bool(params))
+        d["value"] = float(value)
+        return d
+
+    def attribution_patch(self, clean, corrupted, target, contrast=None, position: int = -1, exact: int = 0,
+                          seed: int = 1) -> dict:
+        """Attribution patching of the residual stream: for every block l and position t, the first-order
+        estimate of what patching blocks.{l}.hook_resid_pre[t] from the corrupted run into the clean one does
+        to logit(target) (minus logit(contrast)) at `position`, from one backward of the clean run. `clean`
+        and `corrupted` are 1-D token ids of the same length. With exact=K, the K sites of largest
+        |estimate| and K random others (seed) are also patched for real. Returns a dict: estimate and exact
+        (n_layers, positions) float64 (exact NaN where not patched), clean_metric, corrupted_metric,
+        spearman_top and spearman_random (Spearman's rho between estimate and exact over each set, NaN
+        without exact). Needs float32 weights (weights="float32" or "auto" where they fit)."""
+        a, batched, _ = self._ids(clean, None)
+        b, batched_b, _ = self._ids(corrupted, None)
+        if batched or batched_b:
+            raise Error("sinkscope: attribution_patch runs one sequence pair (1-D ids)")
+        c = -1 if contrast is None else self._token(contrast, "contrast")
+        return self._m.attribution_patch([int(i) for i in a[0]], [int(i) for i in b[0]], self._token(target, "target"), c,
+                                         int(position), int(exact), int(seed))
+
     def head_view(self, ids, top_channels: int = 4, html=None) -> dict:
         """What `sinkscope view` shows, for one sequence: every head's pattern (n_layers, n_heads, pos, pos)
         float32; alpha0 (n_layers, n_heads) float64, the attention position 0 receives averaged over the

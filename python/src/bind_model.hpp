@@ -42,6 +42,7 @@
 #include <sinkscope/model/interventions.hpp>
 #include <sinkscope/model/load.hpp>
 #include <sinkscope/model/config_io.hpp>
+#include <sinkscope/train/attribution_patching.hpp>
 #include <sinkscope/train/random_model.hpp>
 
 #include "arrays.hpp"
@@ -270,6 +271,36 @@ public:
         return d;
     }
 
+    // Attribution patching of the residual stream (train/attribution_patching.hpp): estimate and exact
+    // (n_layers, positions) float64, exact NaN where no real patch ran; the metrics; Spearman's ρ.
+    nb::dict attribution_patch(const std::vector<std::int32_t>& clean, const std::vector<std::int32_t>& corrupt, std::int32_t target,
+                               std::int32_t contrast, std::int64_t position, std::int64_t exact_k, std::uint64_t seed) const {
+        require(clean.size() == corrupt.size(), "attribution_patch: the clean input is " + std::to_string(clean.size()) +
+                                                    " tokens and the corrupted one " + std::to_string(corrupt.size()) +
+                                                    "; attribution patching needs the same length");
+        require(exact_k >= 0, "attribution_patch: exact must be >= 0");
+        const train::LogitDifference metric{position, target, contrast};
+        train::AttributionPatching r;
+        train::ExactComparison cmp;
+        {
+            nb::gil_scoped_release release;
+            const auto corrupted = train::corrupted_run(m_.config, m_.weights, corrupt, metric);
+            r = train::attribution_patch_residual(m_.config, m_.weights, clean, corrupted.resid_pre, metric, corrupted.metric);
+            cmp = train::compare_with_exact(r, m_.config, m_.weights, clean, corrupted.resid_pre, metric, std::size_t(exact_k), seed);
+        }
+        const std::int64_t L = m_.config.n_layers, n = std::int64_t(r.sites.size()) / L;
+        std::vector<double> estimate(r.sites.size()), exact(r.sites.size());
+        for (std::size_t i = 0; i < r.sites.size(); ++i) { estimate[i] = r.sites[i].estimate; exact[i] = r.sites[i].exact; }
+        nb::dict d;
+        d["estimate"] = owned(std::move(estimate), {L, n});
+        d["exact"] = owned(std::move(exact), {L, n});
+        d["clean_metric"] = r.clean_metric;
+        d["corrupted_metric"] = r.corrupted_metric;
+        d["spearman_top"] = cmp.spearman_top;
+        d["spearman_random"] = cmp.spearman_random;
+        return d;
+    }
+
     // Direct logit attribution (analysis/logit_attribution.hpp) of one sequence: a dict named as
     // LogitAttribution's fields, float64; by_source as (L, H, S).
     nb::dict dla(const std::vector<std::int32_t>& ids, std::int32_t target, std::int32_t contrast, std::int64_t position) const {
@@ -329,6 +360,43 @@ public:
         if (!out.is_valid())
             throw Error("parameter: this model has no parameter '" + name + "' (parameter_names() lists them)");
         return out;
+    }
+
+    // Gradients of a scalar metric whose gradient with respect to the logits is `dlogits` (pos × vocab):
+    // dM/d(blocks.{l}.hook_resid_pre) for every block, float32 (pos, d_model) (with a sink token, its row
+    // first), and with `params` every parameter's gradient under parameter_names()'s names.
+    nb::dict grad(const std::vector<std::int32_t>& ids, const Matrix64& dlogits, bool params) const {
+        require_dense_for("grad");
+        require(std::int64_t(dlogits.shape(0)) == std::int64_t(ids.size()) && std::int64_t(dlogits.shape(1)) == m_.config.vocab_size,
+                "grad: the metric's gradient must be (pos, vocab) = (" + std::to_string(ids.size()) + ", " +
+                    std::to_string(m_.config.vocab_size) + "), not (" + std::to_string(dlogits.shape(0)) + ", " +
+                    std::to_string(dlogits.shape(1)) + ")");
+        model::Weights<float> grads;
+        std::vector<model::Mat<float>> dresid;
+        {
+            nb::gil_scoped_release release;
+            train::TapeRecorder<float> recorder(m_.config, train::FiniteCheck::none);
+            recorder.keep_bf16_operands(false);
+            const train::Tape<float>& tape = recorder.record(m_.weights, ids);
+            const model::Mat<float> dl = as_matrix(dlogits).cast<float>();
+            grads = train::zeros_like(m_.weights);
+            train::backward(grads, dl, tape, m_.weights, m_.config, &dresid);
+        }
+        nb::dict d;
+        for (std::size_t l = 0; l < dresid.size(); ++l) {
+            const std::vector<std::int64_t> shape{dresid[l].rows(), dresid[l].cols()};
+            d[model::BlockNames(std::int64_t(l))[model::HookId::resid_pre].c_str()] = owned(std::move(dresid[l]), shape);
+        }
+        if (params) {
+            nb::dict p;
+            model::visit_parameters(grads, [&](const std::string& n, auto& t) {
+                using X = std::decay_t<decltype(t)>;
+                if constexpr (X::ColsAtCompileTime == 1) p[n.c_str()] = owned(X(t), {t.rows()});
+                else p[n.c_str()] = owned(X(t), {t.rows(), t.cols()});
+            });
+            d["params"] = p;
+        }
+        return d;
     }
 
 private:
@@ -392,6 +460,8 @@ inline void bind_model(nb::module_& m) {
         .def("parameter", &Model::parameter)
         .def("logit_lens", &Model::logit_lens)
         .def("dla", &Model::dla)
+        .def("attribution_patch", &Model::attribution_patch)
+        .def("grad", &Model::grad)
         .def("head_view", &Model::head_view)
         .def_prop_ro("path", [](const Model& self) { return self.loaded().path; })
         .def_prop_ro("format", [](const Model& self) { return self.loaded().format; })
