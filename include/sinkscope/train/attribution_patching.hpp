@@ -173,6 +173,7 @@ ExactComparison compare_with_exact(AttributionPatching& r, const model::Config& 
     rest.resize(std::min(k, rest.size()));
     out.random = rest;
     const double clean_metric = metric(model::forward(c, w, clean));  // the patched forwards' own arithmetic
+    const std::size_t total = out.top.size() + out.random.size();
     std::size_t done = 0;
     auto run = [&](const std::vector<std::size_t>& sites) {
         std::vector<double> est, ex;
@@ -181,7 +182,7 @@ ExactComparison compare_with_exact(AttributionPatching& r, const model::Config& 
             s.exact = exact_patch_residual(c, w, clean, corrupted, metric, s.layer, s.position, clean_metric);
             est.push_back(s.estimate);
             ex.push_back(s.exact);
-            if (progress) progress(++done, 2 * k);
+            if (progress) progress(++done, total);
         }
         if (sites.size() < 2) return std::numeric_limits<double>::quiet_NaN();
         return measures::spearman(est, ex);
