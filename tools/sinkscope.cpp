@@ -511,14 +511,12 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
     analysis::BosChoice bos, corrupted_bos;
     const auto clean = input_tokens(m, text, tokens, bos_mode, bos);
     const auto corrupt = input_tokens(m, corrupted_text, corrupted_tokens, bos_mode, corrupted_bos);
-    require(clean.size() == corrupt.size(), "atp: the clean input is " + std::to_string(clean.size()) + " tokens and the corrupted one " +
-                                                std::to_string(corrupt.size()) + "; attribution patching needs the same length");
     const train::LogitDifference metric{position, token_arg(m, "atp --target", target),
                                         contrast.empty() ? -1 : token_arg(m, "atp --contrast", contrast)};
-    const auto corrupted = train::corrupted_run(m.config, m.weights, corrupt, metric);
-    auto r = train::attribution_patch_residual(m.config, m.weights, clean, corrupted.resid_pre, metric, corrupted.metric);
+    auto run = train::attribution_patch_tokens(m.config, m.weights, clean, corrupt, metric);
+    auto& r = run.result;
     const std::int64_t L = m.config.n_layers, n = std::int64_t(r.sites.size()) / L;
-    const auto cmp = train::compare_with_exact(r, m.config, m.weights, clean, corrupted.resid_pre, metric, std::size_t(exact_k), seed,
+    const auto cmp = train::compare_with_exact(r, m.config, m.weights, clean, run.corrupted.resid_pre, metric, std::size_t(exact_k), seed,
                                                [](std::size_t done, std::size_t total) {
                                                    std::cerr << "\ratp: exact patching " << done << "/" << total << std::flush;
                                                    if (done == total) std::cerr << "\n";

@@ -275,18 +275,16 @@ public:
     // (n_layers, positions) float64, exact NaN where no real patch ran; the metrics; Spearman's ρ.
     nb::dict attribution_patch(const std::vector<std::int32_t>& clean, const std::vector<std::int32_t>& corrupt, std::int32_t target,
                                std::int32_t contrast, std::int64_t position, std::int64_t exact_k, std::uint64_t seed) const {
-        require(clean.size() == corrupt.size(), "attribution_patch: the clean input is " + std::to_string(clean.size()) +
-                                                    " tokens and the corrupted one " + std::to_string(corrupt.size()) +
-                                                    "; attribution patching needs the same length");
         require(exact_k >= 0, "attribution_patch: exact must be >= 0");
         const train::LogitDifference metric{position, target, contrast};
         train::AttributionPatching r;
         train::ExactComparison cmp;
         {
             nb::gil_scoped_release release;
-            const auto corrupted = train::corrupted_run(m_.config, m_.weights, corrupt, metric);
-            r = train::attribution_patch_residual(m_.config, m_.weights, clean, corrupted.resid_pre, metric, corrupted.metric);
-            cmp = train::compare_with_exact(r, m_.config, m_.weights, clean, corrupted.resid_pre, metric, std::size_t(exact_k), seed);
+            auto run = train::attribution_patch_tokens(m_.config, m_.weights, clean, corrupt, metric);
+            cmp = train::compare_with_exact(run.result, m_.config, m_.weights, clean, run.corrupted.resid_pre, metric, std::size_t(exact_k),
+                                            seed);
+            r = std::move(run.result);
         }
         const std::int64_t L = m_.config.n_layers, n = std::int64_t(r.sites.size()) / L;
         std::vector<double> estimate(r.sites.size()), exact(r.sites.size());

@@ -79,7 +79,7 @@ TEST_CASE("every family's backward matches central differences in double", "[tra
             REQUIRE(wr.size() == gr.size());
             train::Rng pick(17);
             const double h = 1e-5;
-            int checked = 0, moving = 0;
+            int moving = 0;
             for (std::size_t i = 0; i < wr.size(); ++i) {
                 double biggest = 0;
                 for (int s = 0; s < 3; ++s) {
@@ -98,7 +98,6 @@ TEST_CASE("every family's backward matches central differences in double", "[tra
                         INFO(kind << ": parameter " << wr[i].name << "[" << j << "]: analytic " << analytic << " numeric " << numeric);
                         CHECK(ok);
                     }
-                    ++checked;
                 }
                 if (biggest > 1e-9) ++moving;
             }
@@ -106,7 +105,6 @@ TEST_CASE("every family's backward matches central differences in double", "[tra
             // sequence lacks, or an expert no token chose, may not): the check is not vacuous.
             INFO(kind << ": " << moving << " of " << wr.size() << " tensors had a nonzero sampled gradient");
             CHECK(moving >= int(wr.size() * 3 / 4));
-            CHECK(checked == int(3 * wr.size()));
         }
     }
 }

@@ -130,6 +130,23 @@ CorruptedRun<T> corrupted_run(const model::Config& c, const model::Weights<T>& w
     return {cache.all(), m};
 }
 
+// From token ids: the corrupted run over `corrupt`, which must be as long as `clean`, and the estimates.
+template <class T>
+struct TokenAttribution {
+    CorruptedRun<T> corrupted;
+    AttributionPatching result;
+};
+template <class T>
+TokenAttribution<T> attribution_patch_tokens(const model::Config& c, const model::Weights<T>& w, const std::vector<std::int32_t>& clean,
+                                             const std::vector<std::int32_t>& corrupt, const LogitDifference& metric) {
+    require(clean.size() == corrupt.size(), "attribution patching: the clean input is " + std::to_string(clean.size()) +
+                                                " tokens and the corrupted one " + std::to_string(corrupt.size()) +
+                                                "; attribution patching needs the same length");
+    TokenAttribution<T> out{corrupted_run(c, w, corrupt, metric), {}};
+    out.result = attribution_patch_residual(c, w, clean, out.corrupted.resid_pre, metric, out.corrupted.metric);
+    return out;
+}
+
 // Exact patching of one site: M with blocks.{layer}.hook_resid_pre[position] taken from `corrupted`,
 // minus `clean_metric` (M of a plain forward of the clean tokens: the same arithmetic as the patched one).
 template <class T>

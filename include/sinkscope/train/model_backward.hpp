@@ -552,11 +552,8 @@ void backward(model::Weights<T>& grads, const Mat<T>& dlogits_capped, const Tape
     // x = s_e·E[tokens] + P  (s_e rounded to T, as the forward multiplies)
     if (c.positions == model::PositionKind::learned) grads.pos_embed.topRows(n) += dx;
     if (sink) grads.sink_embed += dx.row(0).transpose();
-    const T embed_scale = T(c.embed_scale);
-    for (std::int64_t t = 0; t < nt; ++t) {
-        if (c.embed_scale != 1) grads.tok_embed.row(tape.tokens[t]) += dx.row(t + sink) * embed_scale;
-        else grads.tok_embed.row(tape.tokens[t]) += dx.row(t + sink);
-    }
+    const T embed_scale = T(c.embed_scale);  // 1 leaves every bit as it is
+    for (std::int64_t t = 0; t < nt; ++t) grads.tok_embed.row(tape.tokens[t]) += dx.row(t + sink) * embed_scale;
 }
 
 }  // namespace sinkscope::train
