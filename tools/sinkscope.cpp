@@ -24,14 +24,16 @@
 //                                                head split by source position (DIR/*.npy + DIR/summary.json)
 //                                                TOKEN: a token id, or a text that is one token
 //   sinkscope atp MODEL (--text T | --tokens 1,2,3) (--corrupted-text T | --corrupted-tokens 1,2,3) --target TOKEN
-//                   [--contrast TOKEN] [--position -1] [--exact K] [--seed 1] --out DIR
-//                                                attribution patching of the residual stream: for every
-//                                                (block, position) the first-order estimate of patching
-//                                                the block's input from the corrupted run into the clean
-//                                                one, on logit(target) [− logit(contrast)]; --exact K
+//                   [--contrast TOKEN] [--position -1] [--sites resid_pre,attn_out,z,mlp_out]
+//                   [--channels 1,2 | --spike-channels] [--exact K] [--seed 1] --out DIR
+//                                                attribution patching: for every site (a block's input, its
+//                                                attention or FFN output at a position, a head's z at a
+//                                                position, a channel group of the block's input) the first-
+//                                                order estimate of patching it from the corrupted run into the
+//                                                clean one, on logit(target) [− logit(contrast)]; --exact K
 //                                                patches the K sites of largest |estimate| and K random
 //                                                others for real and reports Spearman's ρ between the two
-//                                                (DIR/estimate.npy, exact.npy + DIR/summary.json)
+//                                                (DIR/estimate*.npy, exact*.npy, sites.csv + DIR/summary.json)
 //   sinkscope view MODEL (--text T | --tokens 1,2,3) [--top-channels 4] --out DIR
 //                                                one self-contained HTML page, DIR/index.html: α₀ per (layer,
 //                                                head), each head's pattern with token hover, residual norms
@@ -76,6 +78,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -89,6 +92,7 @@
 #include <sinkscope/analysis/head_view.hpp>
 #include <sinkscope/analysis/head_view_html.hpp>
 #include <sinkscope/analysis/rule_table.hpp>
+#include <sinkscope/analysis/spikes.hpp>
 #include <sinkscope/analysis/stats_run.hpp>
 #include <sinkscope/analysis/summary.hpp>
 #include <sinkscope/analysis/text.hpp>
@@ -499,13 +503,36 @@ int cmd_dla(const std::string& path, const std::string& text, const std::string&
     return 0;
 }
 
-// Attribution patching of the residual stream (train/attribution_patching.hpp), with --exact K: real
-// patching of the K sites of largest |estimate| and of K others drawn at random, and Spearman's ρ between
-// estimate and exact over each set (plain attribution patching is known to misjudge sites behind a
-// saturated softmax, so the random set shows how it does away from the top).
+// Attribution patching (train/attribution_patching.hpp), with --exact K: real patching of the K sites of
+// largest |estimate| and of K others drawn at random, and Spearman's ρ between estimate and exact over each
+// set (plain attribution patching is known to misjudge sites behind a saturated softmax, so the random set
+// shows how it does away from the top).
+struct AtpSiteOptions {
+    std::vector<std::string> hooks{"resid_pre"};  // resid_pre, attn_out, z, mlp_out
+    std::vector<std::int64_t> channels;           // a channel group of hook_resid_pre ("channels")
+    bool spike_channels = false;                  // the massive channels of the clean run's residual stream ("spike")
+};
+
+// The channels that carry a massive activation (Sun et al.'s criterion, measures::is_massive) in any block's
+// hook_resid_pre of the clean run, ascending.
+std::vector<std::int64_t> spike_channels(const model::LoadedModel<float>& m, const std::vector<std::int32_t>& clean) {
+    model::HookSet<float> hooks;
+    model::ActivationCache<float> cache;
+    cache.attach(hooks, [](const std::string& n) { return n.find("hook_resid_pre") != std::string::npos; });
+    model::forward(m.config, m.weights, clean, &hooks);
+    std::vector<std::int64_t> out;
+    for (const auto& [name, x] : cache.all()) {
+        const std::int64_t d = x.shape.back(), n = std::int64_t(x.data.size()) / d;
+        for (const auto& e : analysis::massive_entries(x.data.data(), n, d)) out.push_back(e.channel);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
 int cmd_atp(const std::string& path, const std::string& text, const std::string& tokens, const std::string& corrupted_text,
             const std::string& corrupted_tokens, analysis::BosMode bos_mode, const std::string& target, const std::string& contrast,
-            std::int64_t position, std::int64_t exact_k, std::uint64_t seed, const std::string& out) {
+            std::int64_t position, const AtpSiteOptions& site_options, std::int64_t exact_k, std::uint64_t seed, const std::string& out) {
     make_out_dir("atp", out);
     const auto m = load_checked(path);  // float32 dense: the backward needs the weights themselves
     analysis::BosChoice bos, corrupted_bos;
@@ -513,27 +540,83 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
     const auto corrupt = input_tokens(m, corrupted_text, corrupted_tokens, bos_mode, corrupted_bos);
     const train::LogitDifference metric{position, token_arg(m, "atp --target", target),
                                         contrast.empty() ? -1 : token_arg(m, "atp --contrast", contrast)};
-    auto run = train::attribution_patch_tokens(m.config, m.weights, clean, corrupt, metric);
+    train::AttributionSites which;
+    which.resid_pre = false;
+    for (const std::string& h : site_options.hooks) {
+        if (h == "resid_pre") which.resid_pre = true;
+        else if (h == "attn_out") which.attn_out = true;
+        else if (h == "z") which.z = true;
+        else if (h == "mlp_out") which.mlp_out = true;
+    }
+    if (!site_options.channels.empty()) which.groups.push_back({"channels", site_options.channels});
+    if (site_options.spike_channels) {
+        auto spikes = spike_channels(m, clean);
+        if (spikes.empty())
+            std::cerr << "atp: --spike-channels: no massive activation (|x| > 100 and >= 1000x the median |x|) in the clean run's "
+                         "residual stream, so no spike-channel group is scored\n";
+        else which.groups.push_back({"spike", std::move(spikes)});
+    }
+    require(which.resid_pre || which.attn_out || which.z || which.mlp_out || !which.groups.empty(),
+            "atp: no site to score (--sites is empty and no channel group was given)");
+    auto run = train::attribution_patch_tokens(m.config, m.weights, clean, corrupt, metric, which);
     auto& r = run.result;
-    const std::int64_t L = m.config.n_layers, n = std::int64_t(r.sites.size()) / L;
-    const auto cmp = train::compare_with_exact(r, m.config, m.weights, clean, run.corrupted.resid_pre, metric, std::size_t(exact_k), seed,
+    const auto cmp = train::compare_with_exact(r, m.config, m.weights, clean, run.corrupted.activations, metric, std::size_t(exact_k), seed,
                                                [](std::size_t done, std::size_t total) {
                                                    std::cerr << "\ratp: exact patching " << done << "/" << total << std::flush;
                                                    if (done == total) std::cerr << "\n";
                                                });
     const std::size_t k = cmp.top.size();
     create_out_dir("atp", out);
-    std::vector<float> estimate(r.sites.size()), exact(r.sites.size());
-    for (std::size_t i = 0; i < r.sites.size(); ++i) { estimate[i] = float(r.sites[i].estimate); exact[i] = float(r.sites[i].exact); }
-    io::write_npy(out + "/estimate.npy", estimate.data(), {std::size_t(L), std::size_t(n)});
-    io::write_npy(out + "/exact.npy", exact.data(), {std::size_t(L), std::size_t(n)});
+    // One estimate / exact array per kind of site, [layer, position] ([layer, position, head] for z), in the
+    // sites' own order (layer-major). The block inputs keep the names estimate.npy and exact.npy.
+    const std::int64_t L = m.config.n_layers;
+    nlohmann::json files = nlohmann::json::array(), kinds = nlohmann::json::array();
+    auto write_kind = [&](model::HookId id, std::int64_t group, const std::string& suffix, const std::string& site_text) {
+        std::vector<float> est, ex;
+        for (const auto& s : r.sites)
+            if (s.hook == id && s.group == group) { est.push_back(float(s.estimate)); ex.push_back(float(s.exact)); }
+        if (est.empty()) return;
+        const std::size_t per_layer = est.size() / std::size_t(L);
+        std::vector<std::size_t> shape{std::size_t(L), per_layer};
+        if (id == model::HookId::z) shape = {std::size_t(L), per_layer / std::size_t(m.config.n_heads), std::size_t(m.config.n_heads)};
+        io::write_npy(out + "/estimate" + suffix + ".npy", est.data(), shape);
+        io::write_npy(out + "/exact" + suffix + ".npy", ex.data(), shape);
+        files.push_back("estimate" + suffix + ".npy");
+        files.push_back("exact" + suffix + ".npy");
+        kinds.push_back({{"site", site_text}, {"estimate", "estimate" + suffix + ".npy"}, {"exact", "exact" + suffix + ".npy"},
+                         {"shape", shape}});
+    };
+    if (which.resid_pre) write_kind(model::HookId::resid_pre, -1, "", "blocks.{layer}.hook_resid_pre[position]");
+    for (std::size_t g = 0; g < r.groups.size(); ++g)
+        write_kind(model::HookId::resid_pre, std::int64_t(g), "_group_" + r.groups[g].name,
+                   "blocks.{layer}.hook_resid_pre[position, channels of '" + r.groups[g].name + "']");
+    if (which.attn_out) write_kind(model::HookId::attn_out, -1, "_attn_out", "blocks.{layer}.hook_attn_out[position]");
+    if (which.z) write_kind(model::HookId::z, -1, "_z", "blocks.{layer}.attn.hook_z[position, head]");
+    if (which.mlp_out) write_kind(model::HookId::mlp_out, -1, "_mlp_out", "blocks.{layer}.hook_mlp_out[position]");
+    const std::int64_t sink = m.config.attention == model::AttentionKind::sink_token ? 1 : 0;
+    auto site_label = [&](const train::AttributionSite& s) {
+        return s.group >= 0 ? std::string("resid_pre[") + r.groups[std::size_t(s.group)].name + "]" : std::string(model::hook_spec(s.hook).short_name);
+    };
+    {
+        std::ofstream csv(out + "/sites.csv");
+        if (!csv) throw Error("cannot write", {out + "/sites.csv", "", {}});
+        csv << "layer,site,position,head,estimate,exact\n" << std::setprecision(9);
+        for (const auto& s : r.sites)
+            csv << s.layer << "," << site_label(s) << "," << s.position << "," << s.head << "," << s.estimate << "," << s.exact << "\n";
+        if (!csv) throw Error("write failed", {out + "/sites.csv", "", {}});
+    }
+    files.push_back("sites.csv");
     nlohmann::json j = run_meta(path, m, clean);
     j["corrupted_tokens"] = corrupt;
     j["bos"] = bos.to_json();
     j["target"] = metric.target;
     j["contrast"] = metric.contrast >= 0 ? nlohmann::json(metric.contrast) : nlohmann::json();
     j["position"] = metric.position < 0 ? std::int64_t(clean.size()) - 1 : metric.position;
-    j["site"] = "blocks.{layer}.hook_resid_pre[position]";
+    if (which.resid_pre) j["site"] = "blocks.{layer}.hook_resid_pre[position]";
+    j["sites"] = kinds;
+    nlohmann::json groups = nlohmann::json::object();
+    for (const auto& g : r.groups) groups[g.name] = g.channels;
+    j["channel_groups"] = groups;
     j["clean_metric"] = r.clean_metric;
     j["corrupted_metric"] = r.corrupted_metric;
     j["exact_k"] = k;
@@ -541,22 +624,28 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
     auto rho = [](double x) { return std::isnan(x) ? nlohmann::json() : nlohmann::json(x); };
     j["spearman_top"] = rho(cmp.spearman_top);
     j["spearman_random"] = rho(cmp.spearman_random);
-    j["files"] = {"estimate.npy", "exact.npy"};
+    j["files"] = files;
     write_json(out + "/summary.json", j);
 
     std::cout << "attribution patching of " << (metric.contrast >= 0 ? "logit(" + std::to_string(metric.target) + ") - logit(" +
                                                                           std::to_string(metric.contrast) + ")"
                                                                     : "logit(" + std::to_string(metric.target) + ")")
               << ": clean " << r.clean_metric << ", corrupted " << r.corrupted_metric << "\n";
-    const std::int64_t sink = m.config.attention == model::AttentionKind::sink_token ? 1 : 0;
-    std::cout << "  layer  pos  token             estimate      exact\n";
+    for (const auto& g : r.groups) {
+        std::cout << "  channel group '" << g.name << "':";
+        for (std::int64_t ch : g.channels) std::cout << " " << ch;
+        std::cout << "\n";
+    }
+    std::cout << "  layer  site               pos  head  token             estimate      exact\n";
     const std::vector<std::size_t> order = train::by_magnitude(r);
     for (std::size_t i = 0; i < std::min<std::size_t>(10, order.size()); ++i) {
         const auto& s = r.sites[order[i]];
         const std::int64_t t = s.position - sink;
         std::string tok = t >= 0 ? token_text(m, clean[std::size_t(t)]) : std::string("<sink>");
         std::replace(tok.begin(), tok.end(), '\n', ' ');
-        std::printf("  %5lld  %3lld  %-16.16s %10.4g %10.4g\n", (long long)s.layer, (long long)s.position, tok.c_str(), s.estimate, s.exact);
+        const std::string head = s.head >= 0 ? std::to_string(s.head) : std::string("-");
+        std::printf("  %5lld  %-17.17s %4lld  %4s  %-16.16s %10.4g %10.4g\n", (long long)s.layer, site_label(s).c_str(),
+                    (long long)s.position, head.c_str(), tok.c_str(), s.estimate, s.exact);
     }
     if (k >= 2)
         std::cout << "  Spearman rho(estimate, exact): top " << k << " sites " << cmp.spearman_top << ", " << cmp.random.size()
@@ -841,7 +930,7 @@ int main(int argc, char** argv) {
 
     std::string corrupted_text, corrupted_tokens;
     std::int64_t exact_k = 0;
-    auto* atp = app.add_subcommand("atp", "attribution patching: every residual site's estimated effect of a corrupted input on a logit");
+    auto* atp = app.add_subcommand("atp", "attribution patching: every site's estimated effect of a corrupted input on a logit (block inputs, attention and FFN outputs, z per head, channel groups)");
     atp->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
     auto* atp_text = atp->add_option("--text", text, "the clean input text");
     atp->add_option("--tokens", tokens, "the clean input's token ids, comma-separated")->excludes(atp_text);
@@ -851,6 +940,16 @@ int main(int argc, char** argv) {
     atp->add_option("--target", target, "the token (id, or a text that is one token) whose logit is the metric")->required();
     atp->add_option("--contrast", contrast, "the metric is logit(target) - logit(contrast)");
     atp->add_option("--position", position, "the position among the tokens (-1: the last)")->capture_default_str();
+    AtpSiteOptions atp_sites;
+    atp->add_option("--sites", atp_sites.hooks, "which hooks to score, comma-separated: resid_pre (each block's input), attn_out, "
+                                                "mlp_out (per position), z (per position and head)")
+        ->delimiter(',')->check(CLI::IsMember({"resid_pre", "attn_out", "z", "mlp_out"}))->capture_default_str();
+    auto* atp_channels = atp->add_option("--channels", atp_sites.channels,
+                                         "also score these channels of each block's input together, per position (group 'channels')")
+                             ->delimiter(',');
+    atp->add_flag("--spike-channels", atp_sites.spike_channels,
+                  "also score, per position, the channels that carry a massive activation in the clean run's residual stream "
+                  "(group 'spike')")->excludes(atp_channels);
     atp->add_option("--exact", exact_k, "patch the K sites of largest |estimate| and K random others for real")
         ->check(CLI::Range(0, 100000))->capture_default_str();
     atp->add_option("--seed", seed, "draws the random sites")->capture_default_str();
@@ -963,7 +1062,7 @@ int main(int argc, char** argv) {
             if (text.empty() && tokens.empty()) throw Error("atp: give --text or --tokens");
             if (corrupted_text.empty() && corrupted_tokens.empty()) throw Error("atp: give --corrupted-text or --corrupted-tokens");
             const analysis::BosMode bos_mode = no_bos ? analysis::BosMode::off : analysis::parse_bos_mode(bos);
-            return cmd_atp(model_path, text, tokens, corrupted_text, corrupted_tokens, bos_mode, target, contrast, position, exact_k,
+            return cmd_atp(model_path, text, tokens, corrupted_text, corrupted_tokens, bos_mode, target, contrast, position, atp_sites, exact_k,
                            seed, out);
         }
         if (*merge) return cmd_merge(shard_files, json_out);

@@ -329,22 +329,36 @@ class Model:
         return d
 
     def attribution_patch(self, clean, corrupted, target, contrast=None, position: int = -1, exact: int = 0,
-                          seed: int = 1) -> dict:
-        """Attribution patching of the residual stream: for every block l and position t, the first-order
-        estimate of what patching blocks.{l}.hook_resid_pre[t] from the corrupted run into the clean one does
-        to logit(target) (minus logit(contrast)) at `position`, from one backward of the clean run. `clean`
-        and `corrupted` are 1-D token ids of the same length. With exact=K, the K sites of largest
-        |estimate| and K random others (seed) are also patched for real. Returns a dict: estimate and exact
-        (n_layers, positions) float64 (exact NaN where not patched), clean_metric, corrupted_metric,
+                          seed: int = 1, sites=("resid_pre",), channels=None) -> dict:
+        """Attribution patching: for every site, the first-order estimate of what patching it from the corrupted
+        run into the clean one does to logit(target) (minus logit(contrast)) at `position`, from one backward
+        of the clean run. `clean` and `corrupted` are 1-D token ids of the same length. `sites` names the hooks
+        scored: "resid_pre" (blocks.{l}.hook_resid_pre per position), "attn_out" and "mlp_out" (per position),
+        "z" (attn.hook_z per position and head); `channels` adds channel groups of hook_resid_pre, scored per
+        position: a list of channels (the group "channels") or a dict {name: channels}. With exact=K, the K
+        sites of largest |estimate| and K random others (seed), over every kind, are also patched for real.
+        Returns a dict named as `sinkscope atp` names its files: estimate and exact (n_layers, positions) for
+        resid_pre, estimate_attn_out / exact_attn_out and estimate_mlp_out / exact_mlp_out (n_layers,
+        positions), estimate_z / exact_z (n_layers, positions, n_heads), estimate_group_NAME / exact_group_NAME
+        (n_layers, positions), all float64 (exact NaN where not patched); clean_metric, corrupted_metric,
         spearman_top and spearman_random (Spearman's rho between estimate and exact over each set, NaN
         without exact). Needs float32 weights (weights="float32" or "auto" where they fit)."""
         a, batched, _ = self._ids(clean, None)
         b, batched_b, _ = self._ids(corrupted, None)
         if batched or batched_b:
             raise Error("sinkscope: attribution_patch runs one sequence pair (1-D ids)")
+        if isinstance(sites, str):
+            sites = (sites,)
+        if channels is None:
+            groups = {}
+        elif isinstance(channels, dict):
+            groups = {str(k): [int(c) for c in v] for k, v in channels.items()}
+        else:
+            groups = {"channels": [int(c) for c in channels]}
         c = -1 if contrast is None else self._token(contrast, "contrast")
         return self._m.attribution_patch([int(i) for i in a[0]], [int(i) for i in b[0]], self._token(target, "target"), c,
-                                         int(position), int(exact), int(seed))
+                                         int(position), int(exact), int(seed), [str(s) for s in sites], list(groups.keys()),
+                                         list(groups.values()))
 
     def head_view(self, ids, top_channels: int = 4, html=None) -> dict:
         """What `sinkscope view` shows, for one sequence: every head's pattern (n_layers, n_heads, pos, pos)

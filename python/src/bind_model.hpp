@@ -271,27 +271,56 @@ public:
         return d;
     }
 
-    // Attribution patching of the residual stream (train/attribution_patching.hpp): estimate and exact
-    // (n_layers, positions) float64, exact NaN where no real patch ran; the metrics; Spearman's ρ.
+    // Attribution patching (train/attribution_patching.hpp): per kind of site, estimate and exact float64
+    // (exact NaN where no real patch ran), named as `sinkscope atp` names its files: estimate / exact for the
+    // block inputs (n_layers, positions), estimate_attn_out, estimate_mlp_out (n_layers, positions),
+    // estimate_z (n_layers, positions, n_heads), estimate_group_NAME (n_layers, positions) per channel group;
+    // the metrics; Spearman's ρ.
     nb::dict attribution_patch(const std::vector<std::int32_t>& clean, const std::vector<std::int32_t>& corrupt, std::int32_t target,
-                               std::int32_t contrast, std::int64_t position, std::int64_t exact_k, std::uint64_t seed) const {
+                               std::int32_t contrast, std::int64_t position, std::int64_t exact_k, std::uint64_t seed,
+                               const std::vector<std::string>& sites, const std::vector<std::string>& group_names,
+                               const std::vector<std::vector<std::int64_t>>& group_channels) const {
         require(exact_k >= 0, "attribution_patch: exact must be >= 0");
+        train::AttributionSites which;
+        which.resid_pre = false;
+        for (const std::string& s : sites) {
+            if (s == "resid_pre") which.resid_pre = true;
+            else if (s == "attn_out") which.attn_out = true;
+            else if (s == "z") which.z = true;
+            else if (s == "mlp_out") which.mlp_out = true;
+            else throw Error("attribution_patch: unknown site '" + s + "' (resid_pre, attn_out, z, mlp_out)");
+        }
+        for (std::size_t g = 0; g < group_names.size(); ++g) which.groups.push_back({group_names[g], group_channels[g]});
+        require(which.resid_pre || which.attn_out || which.z || which.mlp_out || !which.groups.empty(),
+                "attribution_patch: no site to score (sites is empty and no channel group was given)");
         const train::LogitDifference metric{position, target, contrast};
         train::AttributionPatching r;
         train::ExactComparison cmp;
         {
             nb::gil_scoped_release release;
-            auto run = train::attribution_patch_tokens(m_.config, m_.weights, clean, corrupt, metric);
-            cmp = train::compare_with_exact(run.result, m_.config, m_.weights, clean, run.corrupted.resid_pre, metric, std::size_t(exact_k),
+            auto run = train::attribution_patch_tokens(m_.config, m_.weights, clean, corrupt, metric, which);
+            cmp = train::compare_with_exact(run.result, m_.config, m_.weights, clean, run.corrupted.activations, metric, std::size_t(exact_k),
                                             seed);
             r = std::move(run.result);
         }
-        const std::int64_t L = m_.config.n_layers, n = std::int64_t(r.sites.size()) / L;
-        std::vector<double> estimate(r.sites.size()), exact(r.sites.size());
-        for (std::size_t i = 0; i < r.sites.size(); ++i) { estimate[i] = r.sites[i].estimate; exact[i] = r.sites[i].exact; }
         nb::dict d;
-        d["estimate"] = owned(std::move(estimate), {L, n});
-        d["exact"] = owned(std::move(exact), {L, n});
+        const std::int64_t L = m_.config.n_layers;
+        auto kind = [&](model::HookId id, std::int64_t group, const std::string& suffix) {
+            std::vector<double> est, ex;
+            for (const auto& s : r.sites)
+                if (s.hook == id && s.group == group) { est.push_back(s.estimate); ex.push_back(s.exact); }
+            if (est.empty()) return;
+            const std::int64_t per_layer = std::int64_t(est.size()) / L;
+            std::vector<std::int64_t> shape{L, per_layer};
+            if (id == model::HookId::z) shape = {L, per_layer / m_.config.n_heads, m_.config.n_heads};
+            d[("estimate" + suffix).c_str()] = owned(std::move(est), shape);
+            d[("exact" + suffix).c_str()] = owned(std::move(ex), shape);
+        };
+        if (which.resid_pre) kind(model::HookId::resid_pre, -1, "");
+        for (std::size_t g = 0; g < r.groups.size(); ++g) kind(model::HookId::resid_pre, std::int64_t(g), "_group_" + r.groups[g].name);
+        if (which.attn_out) kind(model::HookId::attn_out, -1, "_attn_out");
+        if (which.z) kind(model::HookId::z, -1, "_z");
+        if (which.mlp_out) kind(model::HookId::mlp_out, -1, "_mlp_out");
         d["clean_metric"] = r.clean_metric;
         d["corrupted_metric"] = r.corrupted_metric;
         d["spearman_top"] = cmp.spearman_top;

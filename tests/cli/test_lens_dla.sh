@@ -78,8 +78,44 @@ ok &= all(exact[i] == 0 for i in ran if i % n < 2)
 print("atp", "consistent" if ok else "INCONSISTENT", len(ran))
 PY
 check "atp: 16 sites patched for real, and the unreached ones are exactly 0" grep -q "atp consistent" "$work/atp_numbers.log"
+# Every kind of site: block inputs, attention and FFN outputs, z per head, a channel group; the same unreached
+# positions are exactly 0 at every kind, and every file has its documented shape.
+"$bin" atp "$model" --tokens 1,50,60,70,80,90 --corrupted-tokens 1,50,61,70,80,90 --target 60 --contrast 70 --exact 6 \
+    --sites resid_pre,attn_out,z,mlp_out --channels 3,7 --out "$work/atp_all" > "$work/atp_all.log" 2>&1
+check "atp --sites (every kind) --channels exits 0" test $? -eq 0
+python3 - "$work" "$(dirname "$0")" > "$work/atp_all_numbers.log" 2>&1 <<'PY'
+import csv, json, math, sys
+work = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from npy_stdlib import npy
+s = json.load(open(work + "/atp_all/summary.json"))
+shapes = {k["estimate"]: tuple(k["shape"]) for k in s["sites"]}
+ok = shapes == {"estimate.npy": (5, 6), "estimate_group_channels.npy": (5, 6), "estimate_attn_out.npy": (5, 6),
+                "estimate_z.npy": (5, 6, 8), "estimate_mlp_out.npy": (5, 6)}
+ok &= s["channel_groups"] == {"channels": [3, 7]}
+for f, shape in shapes.items():
+    got, _ = npy(work + "/atp_all/" + f)
+    ok &= tuple(got) == shape
+rows = list(csv.DictReader(open(work + "/atp_all/sites.csv")))
+ok &= len(rows) == 5 * 6 * (4 + 8)
+ok &= {r["site"] for r in rows} == {"resid_pre", "resid_pre[channels]", "attn_out", "z", "mlp_out"}
+ok &= all(float(r["estimate"]) == 0 for r in rows if int(r["position"]) < 2)
+ran = [r for r in rows if not math.isnan(float(r["exact"]))]
+ok &= len(ran) == 12 and all(float(r["exact"]) == 0 for r in ran if int(r["position"]) < 2)
+ok &= all((r["head"] != "-1") == (r["site"] == "z") for r in rows)
+print("atp all", "consistent" if ok else "INCONSISTENT", shapes, len(rows), len(ran))
+PY
+check "atp every kind: the files' shapes, 12 sites patched for real, unreached sites 0" grep -q "atp all consistent" "$work/atp_all_numbers.log"
+"$bin" atp "$model" --tokens 1,50,60 --corrupted-tokens 1,50,61 --target 60 --sites resid_pre,heads --out "$work/atp_bad_site" \
+    > "$work/atp_bad_site.log" 2>&1
+check "atp with an unknown site kind fails" test $? -ne 0
+check "and names it" grep -q "heads" "$work/atp_bad_site.log"
+"$bin" atp "$model" --tokens 1,50,60 --corrupted-tokens 1,50,61 --target 60 --channels 64 --out "$work/atp_bad_channel" \
+    > "$work/atp_bad_channel.log" 2>&1
+check "atp with a channel outside d_model exits 2" test $? -eq 2
+check "and names it" grep -q "channel 64 of the group 'channels' lies outside d_model = 64" "$work/atp_bad_channel.log"
 "$bin" atp "$model" --tokens 1,50,60 --corrupted-tokens 1,50 --target 60 --out "$work/atp_bad" > "$work/atp_bad.log" 2>&1
 check "atp with inputs of different lengths exits 2" test $? -eq 2
 check "and says so" grep -q "needs the same length" "$work/atp_bad.log"
-[[ $fails -eq 0 ]] || cat "$work/numbers.log" "$work/atp_numbers.log"
+[[ $fails -eq 0 ]] || cat "$work/numbers.log" "$work/atp_numbers.log" "$work/atp_all_numbers.log"
 check_summary "lens/dla/atp cli: "

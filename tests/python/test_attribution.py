@@ -109,3 +109,48 @@ def test_grad_of_a_logit_difference_against_finite_differences(tiny):
         assert np.allclose(r["estimate"][l], want, rtol=1e-5, atol=1e-7)
     with pytest.raises(sinkscope.Error, match="must be \\(pos, vocab\\)"):
         tiny.grad(CLEAN, lambda z: (0.0, np.zeros((2, 2))))
+
+
+def test_every_kind_of_site_is_a_real_patch(tiny):
+    # z per head, mlp_out and a channel group: the exact values against patches written as Python hooks.
+    logits = tiny(CLEAN)[-1]
+    target, contrast = (int(i) for i in np.argsort(logits)[::-1][:2])
+    r = tiny.attribution_patch(CLEAN, CORRUPT, target=target, contrast=contrast, exact=6, seed=2,
+                               sites=("z", "mlp_out"), channels={"pair": [3, 7]})
+    L, n, H = tiny.config["n_layers"], len(CLEAN), tiny.config["n_heads"]
+    assert r["estimate_z"].shape == (L, n, H) and r["estimate_mlp_out"].shape == (L, n)
+    assert r["estimate_group_pair"].shape == (L, n) and "estimate" not in r
+    for key in ("estimate_z", "estimate_mlp_out", "estimate_group_pair"):
+        assert np.all(r[key][:, :2] == 0), key  # positions before the substitution are unreached
+    ran = sum(int((~np.isnan(r[k])).sum()) for k in ("exact_z", "exact_mlp_out", "exact_group_pair"))
+    assert ran == 12
+    _, cache = tiny.run_with_cache(CORRUPT)
+    base = float(logits[target] - logits[contrast])
+
+    def patched(name, put):
+        out = tiny.run_with_hooks(CLEAN, fwd_hooks=[(name, put)])[-1]
+        return float(out[target] - out[contrast]) - base
+
+    for l, t, h in zip(*np.nonzero(~np.isnan(r["exact_z"]))):
+        name = f"blocks.{l}.attn.hook_z"
+        src = cache[name][t, h].copy()
+
+        def put(x, hook, t=t, h=h, src=src):
+            x[t, h] = src
+        assert r["exact_z"][l, t, h] == pytest.approx(patched(name, put), abs=1e-5)
+    for l, t in zip(*np.nonzero(~np.isnan(r["exact_mlp_out"]))):
+        name = f"blocks.{l}.hook_mlp_out"
+        src = cache[name][t].copy()
+
+        def put(x, hook, t=t, src=src):
+            x[t] = src
+        assert r["exact_mlp_out"][l, t] == pytest.approx(patched(name, put), abs=1e-5)
+    for l, t in zip(*np.nonzero(~np.isnan(r["exact_group_pair"]))):
+        name = f"blocks.{l}.hook_resid_pre"
+        src = cache[name][t, [3, 7]].copy()
+
+        def put(x, hook, t=t, src=src):
+            x[t, [3, 7]] = src
+        assert r["exact_group_pair"][l, t] == pytest.approx(patched(name, put), abs=1e-5)
+    with pytest.raises(sinkscope.Error, match="unknown site 'heads'"):
+        tiny.attribution_patch(CLEAN, CORRUPT, target=5, sites=("heads",))

@@ -1,17 +1,20 @@
-// Attribution patching on the residual stream: the first-order estimate of what patching one block's
-// input at one position from a corrupted run into the clean run does to a metric, for every (block,
-// position) at once, from one forward and one backward of the clean run and one forward of the
-// corrupted one (Nanda's attribution patching; Kramár et al.'s AtP):
+// Attribution patching: the first-order estimate of what patching one site (a block's hooked activation at
+// one position, one head, or one group of channels) from a corrupted run into the clean run does to a metric,
+// for every site at once, from one forward and one backward of the clean run and one forward of the corrupted
+// one (Nanda's attribution patching; Kramár et al.'s AtP):
 //
 //   M = ℓ[t*, target] − ℓ[t*, contrast]        a logit difference at one position (contrast < 0: the logit alone)
-//   Δ̂(l, t) = (x_corr[l, t] − x_clean[l, t]) · ∂M/∂x[l, t] |clean        x[l] = blocks.{l}.hook_resid_pre
-//   Δ(l, t)  = M(clean run with x[l, t] ← x_corr[l, t]) − M(clean)          exact patching (one forward per site)
+//   Δ̂(site) = Σ_{j ∈ site} (a_corr[j] − a_clean[j]) · ∂M/∂a[j] |clean       a: the site's hooked activation
+//   Δ(site)  = M(clean run with a[site] ← a_corr[site]) − M(clean)         exact patching (one forward per site)
 //
-// Δ̂ − Δ is second order in the patched difference, so the two agree as it shrinks (the test patches
-// ε-sized differences). The logits are those the model returns (after any soft cap). The gradient comes
-// from train::backward, so it needs dense weights (float32 or double) and a config the CPU backward
-// implements (Config::backward_missing_switches). It lives beside the backward (train/ is the floor that
-// has gradients; analysis/ sits on the same floor and does not include it).
+// Sites (AttributionSites): blocks.{l}.hook_resid_pre, hook_attn_out and hook_mlp_out per position (all of
+// d_model), attn.hook_z per (position, head) (that head's d_head entries, before W_O), and named channel groups of
+// hook_resid_pre per position (e.g. the massive-activation channels). Δ̂ − Δ is second order in the patched
+// difference, so the two agree as it shrinks (the tests patch ε-sized differences). The logits are those the
+// model returns (after any soft cap). The gradients come from train::backward, so they need dense weights
+// (float32 or double) and a config the CPU backward implements (Config::backward_missing_switches). It lives
+// beside the backward (train/ is the floor that has gradients; analysis/ sits on the same floor and does not
+// include it).
 #pragma once
 
 #include <algorithm>
@@ -21,6 +24,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sinkscope/core/error.hpp"
@@ -46,31 +50,86 @@ struct LogitDifference {
     }
 };
 
-struct ResidualAttribution {
-    std::int64_t layer = 0, position = 0;  // blocks.{layer}.hook_resid_pre, row `position`
-    double estimate = 0;                   // Δ̂
-    double exact = std::numeric_limits<double>::quiet_NaN();  // Δ, where exact patching ran
+// A channel group of the residual stream, scored as one site per (block, position): its channels of
+// blocks.{l}.hook_resid_pre patched together.
+struct ChannelGroup {
+    std::string name;
+    std::vector<std::int64_t> channels;
 };
+
+// Which sites to score.
+struct AttributionSites {
+    bool resid_pre = true;   // blocks.{l}.hook_resid_pre, per position
+    bool attn_out = false;   // blocks.{l}.hook_attn_out, per position
+    bool z = false;          // blocks.{l}.attn.hook_z, per (position, head)
+    bool mlp_out = false;    // blocks.{l}.hook_mlp_out, per position (blocks with an FFN)
+    std::vector<ChannelGroup> groups;  // channel groups of blocks.{l}.hook_resid_pre, per position
+};
+
+struct AttributionSite {
+    std::int64_t layer = 0, position = 0;        // the block and the row of its hooked activation
+    model::HookId hook = model::HookId::resid_pre;  // resid_pre, attn_out, z or mlp_out
+    std::int64_t head = -1;                      // z: the head; −1 elsewhere
+    std::int64_t group = -1;                     // resid_pre: the channel group (AttributionPatching::groups); −1: every channel
+    double estimate = 0;                         // Δ̂
+    double exact = std::numeric_limits<double>::quiet_NaN();  // Δ, where exact patching ran
+    std::string hook_name() const { return model::BlockNames(layer)[hook]; }
+};
+using ResidualAttribution = AttributionSite;  // the name of a site when only the residual stream was scored
 
 struct AttributionPatching {
     double clean_metric = 0, corrupted_metric = 0;
-    std::vector<ResidualAttribution> sites;  // every (layer, position), layer-major
+    // Per block, in this order: resid_pre per position; each group per position; attn_out per position; z per
+    // (position, head), position-major; mlp_out per position.
+    std::vector<AttributionSite> sites;
+    std::vector<ChannelGroup> groups;
 };
 
 namespace detail {
 inline std::string resid_pre_name(std::int64_t layer) { return model::BlockNames(layer)[model::HookId::resid_pre]; }
+
+// The hook names `which` patches in block `layer` (an FFN-less block has no hook_mlp_out).
+inline std::vector<std::string> attribution_hooks(const model::Config& c, const AttributionSites& which, std::int64_t layer) {
+    const model::BlockNames names(layer);
+    std::vector<std::string> out;
+    if (which.resid_pre || !which.groups.empty()) out.push_back(names[model::HookId::resid_pre]);
+    if (which.attn_out) out.push_back(names[model::HookId::attn_out]);
+    if (which.z) out.push_back(names[model::HookId::z]);
+    if (which.mlp_out && c.ffn != model::FfnKind::none) out.push_back(names[model::HookId::mlp_out]);
+    return out;
+}
+
+// Every activation `which` patches, from one forward over `tokens`, and M there.
+template <class T>
+std::pair<std::map<std::string, model::Captured<T>>, double> capture_sites(const model::Config& c, const model::Weights<T>& w,
+                                                                        const std::vector<std::int32_t>& tokens,
+                                                                        const LogitDifference& metric, const AttributionSites& which) {
+    std::vector<std::string> wanted;
+    for (std::int64_t l = 0; l < c.n_layers; ++l)
+        for (auto& n : attribution_hooks(c, which, l)) wanted.push_back(std::move(n));
+    model::HookSet<T> hooks;
+    model::ActivationCache<T> cache;
+    cache.attach(hooks, [&wanted](const std::string& n) { return std::find(wanted.begin(), wanted.end(), n) != wanted.end(); });
+    const double m = metric(model::forward(c, w, tokens, &hooks));
+    return {cache.all(), m};
+}
+
+template <class T>
+const model::Captured<T>& site_activation(const std::map<std::string, model::Captured<T>>& run, const std::string& name, const char* which) {
+    const auto found = run.find(name);
+    require(found != run.end(), std::string("attribution patching: the ") + which + " run has no '" + name + "'", {"", name, {}});
+    return found->second;
+}
 }  // namespace detail
 
-// The estimates Δ̂ for every (layer, position) of the residual stream at the blocks' inputs. `corrupted`
-// holds blocks.{l}.hook_resid_pre for every l from a run over a sequence of the same length (a cache of
-// a forward over the corrupted tokens, or any activations of that shape); `corrupted_metric` is M of
-// that run when known (NaN otherwise).
+// The estimates Δ̂ for every site `which` names. `corrupted` holds each of those hooks' activations from a
+// run over a sequence of the same length (a cache of a forward over the corrupted tokens, or any activations
+// of that shape); `corrupted_metric` is M of that run when known (NaN otherwise).
 template <class T>
-AttributionPatching attribution_patch_residual(const model::Config& c, const model::Weights<T>& w,
-                                               const std::vector<std::int32_t>& clean,
-                                               const std::map<std::string, model::Captured<T>>& corrupted,
-                                               const LogitDifference& metric,
-                                               double corrupted_metric = std::numeric_limits<double>::quiet_NaN()) {
+AttributionPatching attribution_patch(const model::Config& c, const model::Weights<T>& w, const std::vector<std::int32_t>& clean,
+                                      const std::map<std::string, model::Captured<T>>& corrupted, const LogitDifference& metric,
+                                      const AttributionSites& which,
+                                      double corrupted_metric = std::numeric_limits<double>::quiet_NaN()) {
     model::require_dense(w, "attribution patching (its backward)");
     require(!clean.empty(), "attribution patching: the clean sequence is empty");
     require(metric.target >= 0 && metric.target < c.vocab_size && metric.contrast < c.vocab_size,
@@ -78,56 +137,97 @@ AttributionPatching attribution_patch_residual(const model::Config& c, const mod
     require(metric.position < std::int64_t(clean.size()),
             "attribution patching: the metric's position " + std::to_string(metric.position) + " lies past the sequence of " +
                 std::to_string(clean.size()) + " tokens");
+    for (const ChannelGroup& g : which.groups) {
+        require(!g.channels.empty(), "attribution patching: the channel group '" + g.name + "' is empty");
+        for (std::int64_t ch : g.channels)
+            require(ch >= 0 && ch < c.d_model, "attribution patching: channel " + std::to_string(ch) + " of the group '" + g.name +
+                                                   "' lies outside d_model = " + std::to_string(c.d_model));
+    }
     TapeRecorder<T> recorder(c, FiniteCheck::none);
     recorder.keep_bf16_operands(false);
     const Tape<T>& tape = recorder.record(w, clean);
     AttributionPatching out;
     out.clean_metric = metric(tape.logits);
     out.corrupted_metric = corrupted_metric;
+    out.groups = which.groups;
     // dM/dlogits: +1 at (t*, target), −1 at (t*, contrast)
     model::Mat<T> dlogits = model::Mat<T>::Zero(tape.logits.rows(), tape.logits.cols());
     const std::int64_t t_star = metric.position < 0 ? tape.logits.rows() - 1 : metric.position;
     dlogits(t_star, metric.target) += T(1);
     if (metric.contrast >= 0) dlogits(t_star, metric.contrast) -= T(1);
     model::Weights<T> grads = zeros_like(w);
-    std::vector<model::Mat<T>> dresid;
-    backward(grads, dlogits, tape, w, c, &dresid);
+    std::vector<BlockActivationGradients<T>> act;
+    backward(grads, dlogits, tape, w, c, act);
+    // The clean activations from a plain forward: the same arithmetic as the corrupted run's.
+    const auto clean_run = detail::capture_sites(c, w, clean, metric, which).first;
 
+    // Σ over the row's entries [j0, j0 + width) (or `channels`) of (a_corr − a_clean)·g
+    auto dot = [](const model::Captured<T>& corr, const model::Captured<T>& cl, const model::Mat<T>& g, std::int64_t t, std::int64_t j0,
+                  std::int64_t width, const std::vector<std::int64_t>* channels) {
+        const std::int64_t row = g.cols();
+        double e = 0;
+        auto term = [&](std::int64_t j) {
+            const std::size_t k = std::size_t(t * row + j);
+            e += (double(corr.data[k]) - double(cl.data[k])) * double(g(t, j));
+        };
+        if (channels) for (std::int64_t j : *channels) term(j);
+        else for (std::int64_t j = j0; j < j0 + width; ++j) term(j);
+        return e;
+    };
     for (std::int64_t l = 0; l < c.n_layers; ++l) {
-        const std::string name = detail::resid_pre_name(l);
-        const auto found = corrupted.find(name);
-        require(found != corrupted.end(), "attribution patching: the corrupted run has no '" + name + "'", {"", name, {}});
-        const model::Captured<T>& x = found->second;
-        const model::Mat<T>& x_clean = tape.layers[std::size_t(l)].resid_pre;
-        require(std::int64_t(x.data.size()) == x_clean.size(),
-                "attribution patching: the corrupted '" + name + "' has " + std::to_string(x.data.size()) + " entries, the clean run " +
-                    std::to_string(x_clean.size()) + " (clean and corrupted sequences must have the same length)",
-                {"", name, {}});
-        const model::Mat<T>& g = dresid[std::size_t(l)];
-        for (std::int64_t t = 0; t < x_clean.rows(); ++t) {
-            double e = 0;
-            for (std::int64_t j = 0; j < x_clean.cols(); ++j)
-                e += (double(x.data[std::size_t(t * x_clean.cols() + j)]) - double(x_clean(t, j))) * double(g(t, j));
-            out.sites.push_back({l, t, e});
+        const BlockActivationGradients<T>& a = act[std::size_t(l)];
+        auto site_pair = [&](model::HookId id, const model::Mat<T>& g) {
+            const std::string name = model::BlockNames(l)[id];
+            const model::Captured<T>& x = detail::site_activation(corrupted, name, "corrupted");
+            const model::Captured<T>& y = detail::site_activation(clean_run, name, "clean");
+            require(std::int64_t(x.data.size()) == g.size() && y.data.size() == x.data.size(),
+                    "attribution patching: the corrupted '" + name + "' has " + std::to_string(x.data.size()) + " entries, the clean run " +
+                        std::to_string(g.size()) + " (clean and corrupted sequences must have the same length)",
+                    {"", name, {}});
+            return std::pair<const model::Captured<T>&, const model::Captured<T>&>(x, y);
+        };
+        auto per_position = [&](model::HookId id, const model::Mat<T>& g, std::int64_t group) {
+            const auto [x, y] = site_pair(id, g);
+            const std::vector<std::int64_t>* channels = group >= 0 ? &which.groups[std::size_t(group)].channels : nullptr;
+            for (std::int64_t t = 0; t < g.rows(); ++t)
+                out.sites.push_back({l, t, id, -1, group, dot(x, y, g, t, 0, g.cols(), channels)});
+        };
+        if (which.resid_pre) per_position(model::HookId::resid_pre, a.resid_pre, -1);
+        for (std::size_t k = 0; k < which.groups.size(); ++k) per_position(model::HookId::resid_pre, a.resid_pre, std::int64_t(k));
+        if (which.attn_out) per_position(model::HookId::attn_out, a.attn_out, -1);
+        if (which.z) {
+            const auto [x, y] = site_pair(model::HookId::z, a.z);
+            const std::int64_t H = c.n_heads, dh = c.head_dim;
+            for (std::int64_t t = 0; t < a.z.rows(); ++t)
+                for (std::int64_t h = 0; h < H; ++h)
+                    out.sites.push_back({l, t, model::HookId::z, h, -1, dot(x, y, a.z, t, h * dh, dh, nullptr)});
         }
+        if (which.mlp_out && c.ffn != model::FfnKind::none) per_position(model::HookId::mlp_out, a.mlp_out, -1);
     }
     return out;
 }
 
-// The corrupted run a patch draws from: every block's hook_resid_pre over `tokens`, and the metric there.
+// The residual stream only: every (layer, position) of blocks.{l}.hook_resid_pre.
+template <class T>
+AttributionPatching attribution_patch_residual(const model::Config& c, const model::Weights<T>& w,
+                                               const std::vector<std::int32_t>& clean,
+                                               const std::map<std::string, model::Captured<T>>& corrupted,
+                                               const LogitDifference& metric,
+                                               double corrupted_metric = std::numeric_limits<double>::quiet_NaN()) {
+    return attribution_patch(c, w, clean, corrupted, metric, AttributionSites{}, corrupted_metric);
+}
+
+// The corrupted run a patch draws from: every activation the sites read, over `tokens`, and the metric there.
 template <class T>
 struct CorruptedRun {
-    std::map<std::string, model::Captured<T>> resid_pre;
+    std::map<std::string, model::Captured<T>> activations;
     double metric = 0;
 };
 template <class T>
 CorruptedRun<T> corrupted_run(const model::Config& c, const model::Weights<T>& w, const std::vector<std::int32_t>& tokens,
-                              const LogitDifference& metric) {
-    model::HookSet<T> hooks;
-    model::ActivationCache<T> cache;
-    cache.attach(hooks, [](const std::string& n) { return n.find("hook_resid_pre") != std::string::npos; });
-    const double m = metric(model::forward(c, w, tokens, &hooks));
-    return {cache.all(), m};
+                              const LogitDifference& metric, const AttributionSites& which = {}) {
+    auto [acts, m] = detail::capture_sites(c, w, tokens, metric, which);
+    return {std::move(acts), m};
 }
 
 // From token ids: the corrupted run over `corrupt`, which must be as long as `clean`, and the estimates.
@@ -138,26 +238,43 @@ struct TokenAttribution {
 };
 template <class T>
 TokenAttribution<T> attribution_patch_tokens(const model::Config& c, const model::Weights<T>& w, const std::vector<std::int32_t>& clean,
-                                             const std::vector<std::int32_t>& corrupt, const LogitDifference& metric) {
+                                             const std::vector<std::int32_t>& corrupt, const LogitDifference& metric,
+                                             const AttributionSites& which = {}) {
     require(clean.size() == corrupt.size(), "attribution patching: the clean input is " + std::to_string(clean.size()) +
                                                 " tokens and the corrupted one " + std::to_string(corrupt.size()) +
                                                 "; attribution patching needs the same length");
-    TokenAttribution<T> out{corrupted_run(c, w, corrupt, metric), {}};
-    out.result = attribution_patch_residual(c, w, clean, out.corrupted.resid_pre, metric, out.corrupted.metric);
+    TokenAttribution<T> out{corrupted_run(c, w, corrupt, metric, which), {}};
+    out.result = attribution_patch(c, w, clean, out.corrupted.activations, metric, which, out.corrupted.metric);
     return out;
 }
 
-// Exact patching of one site: M with blocks.{layer}.hook_resid_pre[position] taken from `corrupted`,
-// minus `clean_metric` (M of a plain forward of the clean tokens: the same arithmetic as the patched one).
+// The patch of one site, as patch_sites takes it.
+inline model::PatchSite patch_site(const AttributionPatching& r, const AttributionSite& s) {
+    model::PatchSite p{s.hook_name(), -1, {s.position}, {}, {}};
+    if (s.head >= 0) p.heads = {s.head};
+    if (s.group >= 0) p.channels = r.groups[std::size_t(s.group)].channels;
+    return p;
+}
+
+// Exact patching of one site: M with the site taken from `corrupted`, minus `clean_metric` (M of a plain
+// forward of the clean tokens: the same arithmetic as the patched one).
+template <class T>
+double exact_patch(const model::Config& c, const model::Weights<T>& w, const std::vector<std::int32_t>& clean,
+                   const std::map<std::string, model::Captured<T>>& corrupted, const LogitDifference& metric, const model::PatchSite& site,
+                   double clean_metric) {
+    model::HookSet<T> hooks;
+    model::patch_sites(hooks, {site}, corrupted);
+    return metric(model::forward(c, w, clean, &hooks)) - clean_metric;
+}
+
+// Exact patching of blocks.{layer}.hook_resid_pre[position].
 template <class T>
 double exact_patch_residual(const model::Config& c, const model::Weights<T>& w, const std::vector<std::int32_t>& clean,
                             const std::map<std::string, model::Captured<T>>& corrupted, const LogitDifference& metric,
                             std::int64_t layer, std::int64_t position, double clean_metric) {
-    model::HookSet<T> hooks;
-    model::patch_sites(hooks, {model::PatchSite{detail::resid_pre_name(layer), -1, {position}, {}, {}}}, corrupted);
-    return metric(model::forward(c, w, clean, &hooks)) - clean_metric;
+    return exact_patch(c, w, clean, corrupted, metric, model::PatchSite{detail::resid_pre_name(layer), -1, {position}, {}, {}},
+                       clean_metric);
 }
-
 // Indices of r.sites by decreasing |estimate| (ties in site order).
 inline std::vector<std::size_t> by_magnitude(const AttributionPatching& r) {
     std::vector<std::size_t> order(r.sites.size());
@@ -195,8 +312,8 @@ ExactComparison compare_with_exact(AttributionPatching& r, const model::Config& 
     auto run = [&](const std::vector<std::size_t>& sites) {
         std::vector<double> est, ex;
         for (std::size_t i : sites) {
-            ResidualAttribution& s = r.sites[i];
-            s.exact = exact_patch_residual(c, w, clean, corrupted, metric, s.layer, s.position, clean_metric);
+            AttributionSite& s = r.sites[i];
+            s.exact = exact_patch(c, w, clean, corrupted, metric, patch_site(r, s), clean_metric);
             est.push_back(s.estimate);
             ex.push_back(s.exact);
             if (progress) progress(++done, total);

@@ -30,6 +30,16 @@
 
 namespace sinkscope::train {
 
+// ∂L/∂(a hooked activation) of one block, for the hooks whose gradient the backward passes through on its
+// way (rows as in the tape: the sink token's row first where there is one).
+template <class T>
+struct BlockActivationGradients {
+    Mat<T> resid_pre;  // (n, d)      blocks.{l}.hook_resid_pre
+    Mat<T> attn_out;   // (n, d)      blocks.{l}.hook_attn_out: what the attention adds to the residual stream
+    Mat<T> z;          // (n, H·d_h)  blocks.{l}.attn.hook_z: the gated pattern·V, before W_O
+    Mat<T> mlp_out;    // (n, d)      blocks.{l}.hook_mlp_out (empty without an FFN)
+};
+
 // Gradients shaped like `w`, all zero (empty where w is empty).
 template <class T>
 model::Weights<T> zeros_like(const model::Weights<T>& w) {
@@ -126,7 +136,7 @@ void with_saved_qkv(const LayerTape<T>& tp, Fn&& fn) {
 template <class T>
 void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Mat<T>& dout, const LayerTape<T>& tp,
                               const model::Nondeduced<model::ProductInput<T>>& inp, const model::LayerWeights<T>& w,
-                              const model::Config& c, std::int64_t layer) {
+                              const model::Config& c, std::int64_t layer, Mat<T>* dz_hook = nullptr) {
     using model::AttentionKind;
     using model::GateKind;
     const std::int64_t n = inp.rows(), H = c.n_heads, G = c.n_kv_heads, dh = c.head_dim, group = H / G;
@@ -141,6 +151,7 @@ void attention_block_backward(Mat<T>& dinp, model::LayerWeights<T>& dw, const Ma
     // out = z W_Oᵀ + b_O
     Mat<T> dz;  // (n, H·d_h)
     linear_backward(&dz, dw.wo, &dw.bo, dout, tp.z.input(), w.wo, /*dinp_first=*/true);
+    if (dz_hook) *dz_hook = dz;  // ∂L/∂(hook_z): z is hooked gated, as W_O reads it
 
     if (c.gate != GateKind::none) {
         // z ⊙= σ(s):  s = inp W_gᵀ + b_g (conditional) or b_g (static); per head or per channel.
@@ -432,21 +443,29 @@ void masked_norm_backward(Mat<T>& dx, model::NormWeights<T>& dw, const Mat<T>& d
     force_sink_backward(dx, dm, c.force_sink_channels);
 }
 
-// One block backward. dx holds ∂L/∂resid_post on entry and ∂L/∂resid_pre on exit.
+// One block backward. dx holds ∂L/∂resid_post on entry and ∂L/∂resid_pre on exit. With `act`, also the
+// gradients at hook_attn_out, hook_z and hook_mlp_out (its resid_pre is the caller's to fill).
 template <class T>
 void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& tp, const model::LayerWeights<T>& w,
-                    const model::Config& c, std::int64_t layer) {
+                    const model::Config& c, std::int64_t layer, BlockActivationGradients<T>* act = nullptr) {
     const std::int64_t n = dx.rows(), d = dx.cols();
     const bool ffn = c.ffn != model::FfnKind::none;
+    Mat<T>* dz = act ? &act->z : nullptr;
+    // what a sub-layer adds to the residual stream (its hook) gets `g`
+    auto keep = [act](Mat<T> BlockActivationGradients<T>::*hook, const Mat<T>& g) {
+        if (act) act->*hook = g;
+    };
     Mat<T> masked;
     if (c.parallel_residual) {
         // x' = x + Attn(N₁(m(x))) + FFN(N₂(m(x))): both sub-layers read the block's input
         const Mat<T> dout = dx;
+        keep(&BlockActivationGradients<T>::attn_out, dout);
+        if (ffn) keep(&BlockActivationGradients<T>::mlp_out, dout);
         Mat<T> dxn = Mat<T>::Zero(n, d);
         ffn_block_backward(dxn, dw, dout, tp, tp.xn2.input(), w, c);
         masked_norm_backward(dx, dw.ffn_norm, dxn, tp.resid_pre, w.ffn_norm, c, masked);
         dxn.setZero();
-        attention_block_backward(dxn, dw, dout, tp, tp.xn1.input(), w, c, layer);
+        attention_block_backward(dxn, dw, dout, tp, tp.xn1.input(), w, c, layer, dz);
         masked_norm_backward(dx, dw.attn_norm, dxn, tp.resid_pre, w.attn_norm, c, masked);
         return;
     }
@@ -456,6 +475,7 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
             const Mat<T> u = tp.resid_mid + tp.mlp_out;
             Mat<T> du = Mat<T>::Zero(n, d);
             norm_backward(du, dw.ffn_norm, dx, u, w.ffn_norm, c.norm, c.norm_eps);
+            keep(&BlockActivationGradients<T>::mlp_out, du);  // u = h + mlp_out
             dx = du;
             ffn_block_backward(dx, dw, du, tp, tp.resid_mid, w, c);
         }
@@ -463,25 +483,29 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
         const Mat<T> u = tp.resid_pre + tp.attn_out;
         Mat<T> du = Mat<T>::Zero(n, d);
         norm_backward(du, dw.attn_norm, dx, u, w.attn_norm, c.norm, c.norm_eps);
+        keep(&BlockActivationGradients<T>::attn_out, du);
         dx = du;
-        attention_block_backward(dx, dw, du, tp, tp.resid_pre, w, c, layer);
+        attention_block_backward(dx, dw, du, tp, tp.resid_pre, w, c, layer, dz);
         return;
     }
     if (c.norm_placement == model::NormPlacement::output) {
         // x' = h + N₂ᵖ(FFN(h)),  h = x + N₁ᵖ(Attn(x)): no norm before a sub-layer
         Mat<T> dsub = Mat<T>::Zero(n, d);
         if (ffn) {
+            keep(&BlockActivationGradients<T>::mlp_out, dx);  // x' = h + mlp_out
             norm_backward(dsub, dw.ffn_post_norm, dx, ffn_raw_output(tp, w, c), w.ffn_post_norm, c.norm, c.norm_eps);
             ffn_block_backward(dx, dw, dsub, tp, tp.resid_mid, w, c);
             dsub.setZero();
         }
+        keep(&BlockActivationGradients<T>::attn_out, dx);  // h = x + attn_out
         norm_backward(dsub, dw.attn_post_norm, dx, attention_raw_output(tp, w), w.attn_post_norm, c.norm, c.norm_eps);
-        attention_block_backward(dx, dw, dsub, tp, tp.resid_pre, w, c, layer);
+        attention_block_backward(dx, dw, dsub, tp, tp.resid_pre, w, c, layer, dz);
         return;
     }
     const bool sandwich = c.norm_placement == model::NormPlacement::sandwich;
     if (ffn) {
         // x' = h + [N₂ᵖ](FFN(N₂(m(h))))
+        keep(&BlockActivationGradients<T>::mlp_out, dx);
         Mat<T> dsub;
         if (sandwich) {
             dsub = Mat<T>::Zero(n, d);
@@ -492,26 +516,21 @@ void block_backward(Mat<T>& dx, model::LayerWeights<T>& dw, const LayerTape<T>& 
         masked_norm_backward(dx, dw.ffn_norm, dxn, tp.resid_mid, w.ffn_norm, c, masked);
     }
     // h = x + [N₁ᵖ](Attn(N₁(m(x))))
+    keep(&BlockActivationGradients<T>::attn_out, dx);
     Mat<T> dsub;
     if (sandwich) {
         dsub = Mat<T>::Zero(n, d);
         norm_backward(dsub, dw.attn_post_norm, dx, attention_raw_output(tp, w), w.attn_post_norm, c.norm, c.norm_eps);
     }
     Mat<T> dxn = Mat<T>::Zero(n, d);
-    attention_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn1.input(), w, c, layer);
+    attention_block_backward(dxn, dw, sandwich ? dsub : dx, tp, tp.xn1.input(), w, c, layer, dz);
     masked_norm_backward(dx, dw.attn_norm, dxn, tp.resid_pre, w.attn_norm, c, masked);
 }
 
-}  // namespace detail
-
-// The whole backward pass of one sequence: from ∂L/∂logits (T × vocab) and its tape, accumulates
-// every parameter gradient into `grads` (shaped by zeros_like(w)). With `dresid_pre`, also returns
-// ∂L/∂resid_pre of every block l (n × d each, the sink token's row first where there is one): the
-// gradient at the residual stream, block 0's being that of the embeddings (plus positions).
-//   forward: x = s_e·E[tokens] (+ P) (sink embedding first);  blocks;  x_f = N_f(x);  logits = cap(x_f W_headᵀ)
+// The backward of the whole model; `dresid_pre` and `act` (each optional) receive activation gradients.
 template <class T>
-void backward(model::Weights<T>& grads, const Mat<T>& dlogits_capped, const Tape<T>& tape, const model::Weights<T>& w,
-              const model::Config& c, std::vector<Mat<T>>* dresid_pre = nullptr) {
+void model_backward(model::Weights<T>& grads, const Mat<T>& dlogits_capped, const Tape<T>& tape, const model::Weights<T>& w,
+                    const model::Config& c, std::vector<Mat<T>>* dresid_pre, std::vector<BlockActivationGradients<T>>* act) {
     model::require_dense(w, "training (backward)");
     require(c.backward_missing_switches().empty(), "backward: the backward pass does not implement " + c.backward_missing_switches());
     const std::int64_t n = tape.n, sink = tape.sink, nt = n - sink, d = c.d_model;
@@ -545,15 +564,39 @@ void backward(model::Weights<T>& grads, const Mat<T>& dlogits_capped, const Tape
         dx.swap(dn);
     }
     if (dresid_pre) dresid_pre->assign(std::size_t(c.n_layers), Mat<T>());
+    if (act) act->assign(std::size_t(c.n_layers), BlockActivationGradients<T>());
     for (std::int64_t l = c.n_layers - 1; l >= 0; --l) {
-        detail::block_backward(dx, grads.layers[l], tape.layers[l], w.layers[l], c, l);
+        BlockActivationGradients<T>* a = act ? &(*act)[std::size_t(l)] : nullptr;
+        block_backward(dx, grads.layers[l], tape.layers[l], w.layers[l], c, l, a);
         if (dresid_pre) (*dresid_pre)[std::size_t(l)] = dx;
+        if (a) a->resid_pre = dx;
     }
     // x = s_e·E[tokens] + P  (s_e rounded to T, as the forward multiplies)
     if (c.positions == model::PositionKind::learned) grads.pos_embed.topRows(n) += dx;
     if (sink) grads.sink_embed += dx.row(0).transpose();
     const T embed_scale = T(c.embed_scale);  // 1 leaves every bit as it is
     for (std::int64_t t = 0; t < nt; ++t) grads.tok_embed.row(tape.tokens[t]) += dx.row(t + sink) * embed_scale;
+}
+
+}  // namespace detail
+
+// The whole backward pass of one sequence: from ∂L/∂logits (T × vocab) and its tape, accumulates
+// every parameter gradient into `grads` (shaped by zeros_like(w)). With `dresid_pre`, also returns
+// ∂L/∂resid_pre of every block l (n × d each, the sink token's row first where there is one): the
+// gradient at the residual stream, block 0's being that of the embeddings (plus positions).
+//   forward: x = s_e·E[tokens] (+ P) (sink embedding first);  blocks;  x_f = N_f(x);  logits = cap(x_f W_headᵀ)
+template <class T>
+void backward(model::Weights<T>& grads, const Mat<T>& dlogits_capped, const Tape<T>& tape, const model::Weights<T>& w,
+              const model::Config& c, std::vector<Mat<T>>* dresid_pre = nullptr) {
+    detail::model_backward<T>(grads, dlogits_capped, tape, w, c, dresid_pre, nullptr);
+}
+
+// As above, and `act` receives, for every block, the gradients at hook_resid_pre, hook_attn_out, attn.hook_z
+// and hook_mlp_out (BlockActivationGradients).
+template <class T>
+void backward(model::Weights<T>& grads, const Mat<T>& dlogits_capped, const Tape<T>& tape, const model::Weights<T>& w,
+              const model::Config& c, std::vector<BlockActivationGradients<T>>& act) {
+    detail::model_backward<T>(grads, dlogits_capped, tape, w, c, nullptr, &act);
 }
 
 }  // namespace sinkscope::train
