@@ -10,8 +10,9 @@ that is the real one), at the last position. Sites: every block's input, attenti
 the median |x|, in any block's input of the clean run). `--exact K` patches the K sites of largest |estimate|
 and K random others (seed 1) for real.
 
-Prints per pair Spearman's rho (top K, random K), the rank of the best-ranked position-0 z site (the sink
-position's heads) and spike-group site, and the mean rho over pairs with a 95 % percentile bootstrap interval
+Prints per pair Spearman's rho (top K, random K), the rank among all sites of the best-ranked z site of a sink
+head (alpha_0 > 0.3: the head's attention to position 0, averaged over the clean run's queries) and of the
+best-ranked spike-group site, how many of the top K sites are sink-head z sites, and the mean rho over pairs with a 95 % percentile bootstrap interval
 over pairs (10 000 resamples, seed 0). Writes --out/pairs.json.
 
   .venv-python/bin/python bench/atp_pairs.py models/SmolLM2-135M-Instruct.Q4_1.gguf [--pairs 8] [--tokens 16] [--exact 50]
@@ -55,9 +56,11 @@ def main():
         corrupt[p] = windows[i + 1][p] if windows[i + 1][p] != clean[p] else (clean[p] + 1) % m.config["vocab_size"]
         order = np.argsort(m(corrupt)[-1])[::-1]
         contrast = int(order[0] if order[0] != target else order[1])
-        _, cache = m.run_with_cache(clean, names=lambda n: n.endswith("hook_resid_pre"))
+        _, cache = m.run_with_cache(clean, names=lambda n: n.endswith("hook_resid_pre") or n.endswith("hook_pattern"))
+        alpha0 = np.stack([cache[f"blocks.{l}.attn.hook_pattern"][:, :, 0].mean(axis=1) for l in range(m.config["n_layers"])])
+        sink_heads = alpha0 > 0.3  # (n_layers, n_heads)
         spike = set()
-        for x in cache.values():
+        for x in (v for k, v in cache.items() if k.endswith("hook_resid_pre")):
             med = np.median(np.abs(x))
             spike |= {int(c) for c in np.nonzero((np.abs(x) > 100) & (np.abs(x) >= 1000 * med))[1]}
         groups = {"spike": sorted(spike)} if spike else None
@@ -70,17 +73,22 @@ def main():
         def rank_of(values):
             best = float(np.max(np.abs(values)))
             return int(np.sum(flat > best)) + 1
+        z = np.abs(r["estimate_z"])  # (n_layers, positions, n_heads)
+        sink_z = z.transpose(0, 2, 1)[sink_heads]  # (sink heads, positions)
+        top_cut = np.sort(flat)[::-1][min(a.exact, flat.size) - 1]
         row = {"pair": i, "clean": m.to_string(clean), "substituted_position": p,
                "target": m.to_string([target]), "contrast": m.to_string([contrast]),
                "clean_metric": r["clean_metric"], "corrupted_metric": r["corrupted_metric"],
                "spearman_top": r["spearman_top"], "spearman_random": r["spearman_random"],
-               "sites": int(flat.size), "best_rank_position0_z": rank_of(r["estimate_z"][:, 0, :]),
+               "sites": int(flat.size), "sink_heads": int(sink_heads.sum()), "best_rank_sink_head_z": rank_of(sink_z),
+               "sink_head_z_in_top": int(np.sum(sink_z >= top_cut)),
                "spike_channels": sorted(spike), "seconds": secs}
         if spike:
             row["best_rank_spike_group"] = rank_of(r["estimate_group_spike"])
         rows.append(row)
         print(f"pair {i}: rho top {row['spearman_top']:.3f}, random {row['spearman_random']:.3f}; sites {row['sites']}; "
-              f"best position-0 z rank {row['best_rank_position0_z']}; spike channels {row['spike_channels']} "
+              f"sink heads {row['sink_heads']}, best z rank {row['best_rank_sink_head_z']}, in the top {a.exact}: "
+              f"{row['sink_head_z_in_top']}; spike channels {row['spike_channels']} "
               f"rank {row.get('best_rank_spike_group', '-')}; metric {row['clean_metric']:.2f} -> {row['corrupted_metric']:.2f}; "
               f"{secs:.1f} s", flush=True)
     rng = np.random.default_rng(0)

@@ -313,18 +313,36 @@ class Model:
         c = -1 if contrast is None else self._token(contrast, "contrast")
         return self._m.dla([int(i) for i in a2[0]], self._token(target, "target"), c, int(position))
 
-    def grad(self, ids, metric, params: bool = False) -> dict:
+    _GRAD_HOOKS = ("hook_resid_pre", "hook_attn_out", "attn.hook_z", "hook_mlp_out")
+
+    def grad(self, ids, metric, params: bool = False, names: NamesFilter = None) -> dict:
         """Gradients of a scalar metric of the logits. metric(logits) gets the forward's (pos, vocab) logits
         and returns (value, dvalue/dlogits) with the gradient shaped like the logits (for a logit
-        difference, +1 and -1 at two entries). Returns a dict: 'value', and for every block l
-        'blocks.{l}.hook_resid_pre', the gradient at the block's input, float32 (pos, d_model) (with a sink
-        token, its row first); with params=True also 'params', every parameter's gradient by its
-        parameter_names() name. Needs float32 weights."""
+        difference, +1 and -1 at two entries). Returns a dict: 'value', and the gradient at each hook that
+        `names` selects (as in run_with_cache: a list of names, one name, or a function of the name),
+        shaped like the activation, float32, with a sink token's row first: any block's hook_resid_pre,
+        hook_attn_out, hook_mlp_out (pos, d_model) and attn.hook_z (pos, n_heads, d_head); by default every
+        block's hook_resid_pre. A name outside those is an error naming it. With params=True also 'params',
+        every parameter's gradient by its parameter_names() name. Needs float32 weights."""
         a, batched, _ = self._ids(ids, None)
         if batched:
             raise Error("sinkscope: grad runs one sequence (1-D ids)")
+        if names is None:
+            wanted = [n for n in self._names if n.endswith(".hook_resid_pre")]
+        else:
+            wanted = self._names_list(names)
+            for n in wanted:
+                if not any(n.startswith("blocks.") and n.endswith("." + h) for h in self._GRAD_HOOKS):
+                    raise Error(f"sinkscope: grad has no gradient at '{n}' (it gives every block's "
+                                + ", ".join(self._GRAD_HOOKS) + ")")
         value, dlogits = metric(self(a[0]))
-        d = self._m.grad([int(i) for i in a[0]], np.ascontiguousarray(dlogits, dtype=np.float64), bool(params))
+        got = self._m.grad([int(i) for i in a[0]], np.ascontiguousarray(dlogits, dtype=np.float64), bool(params))
+        missing = [n for n in wanted if n not in got]
+        if missing:
+            raise Error(f"sinkscope: this model has no '{missing[0]}' (hook_names() lists its hooks)")
+        d = {n: got[n] for n in wanted}
+        if params:
+            d["params"] = got["params"]
         d["value"] = float(value)
         return d
 

@@ -389,9 +389,10 @@ public:
         return out;
     }
 
-    // Gradients of a scalar metric whose gradient with respect to the logits is `dlogits` (pos × vocab):
-    // dM/d(blocks.{l}.hook_resid_pre) for every block, float32 (pos, d_model) (with a sink token, its row
-    // first), and with `params` every parameter's gradient under parameter_names()'s names.
+    // Gradients of a scalar metric whose gradient with respect to the logits is `dlogits` (pos × vocab), at
+    // every block's hook_resid_pre, hook_attn_out and hook_mlp_out, float32 (pos, d_model), and attn.hook_z
+    // (pos, n_heads, d_head) (with a sink token, its row first), and with `params` every parameter's gradient
+    // under parameter_names()'s names.
     nb::dict grad(const std::vector<std::int32_t>& ids, const Matrix64& dlogits, bool params) const {
         require_dense_for("grad");
         require(std::int64_t(dlogits.shape(0)) == std::int64_t(ids.size()) && std::int64_t(dlogits.shape(1)) == m_.config.vocab_size,
@@ -399,7 +400,7 @@ public:
                     std::to_string(m_.config.vocab_size) + "), not (" + std::to_string(dlogits.shape(0)) + ", " +
                     std::to_string(dlogits.shape(1)) + ")");
         model::Weights<float> grads;
-        std::vector<model::Mat<float>> dresid;
+        std::vector<train::BlockActivationGradients<float>> act;
         {
             nb::gil_scoped_release release;
             train::TapeRecorder<float> recorder(m_.config, train::FiniteCheck::none);
@@ -407,12 +408,19 @@ public:
             const train::Tape<float>& tape = recorder.record(m_.weights, ids);
             const model::Mat<float> dl = as_matrix(dlogits).cast<float>();
             grads = train::zeros_like(m_.weights);
-            train::backward(grads, dl, tape, m_.weights, m_.config, &dresid);
+            train::backward(grads, dl, tape, m_.weights, m_.config, act);
         }
         nb::dict d;
-        for (std::size_t l = 0; l < dresid.size(); ++l) {
-            const std::vector<std::int64_t> shape{dresid[l].rows(), dresid[l].cols()};
-            d[model::BlockNames(std::int64_t(l))[model::HookId::resid_pre].c_str()] = owned(std::move(dresid[l]), shape);
+        for (std::size_t l = 0; l < act.size(); ++l) {
+            const model::BlockNames names{std::int64_t(l)};
+            auto put = [&](model::HookId id, model::Mat<float>& g, std::vector<std::int64_t> shape) {
+                if (g.size()) d[names[id].c_str()] = owned(std::move(g), std::move(shape));
+            };
+            const std::int64_t n = act[l].resid_pre.rows(), dm = m_.config.d_model;
+            put(model::HookId::resid_pre, act[l].resid_pre, {n, dm});
+            put(model::HookId::attn_out, act[l].attn_out, {n, dm});
+            put(model::HookId::z, act[l].z, {n, m_.config.n_heads, m_.config.head_dim});
+            put(model::HookId::mlp_out, act[l].mlp_out, {n, dm});
         }
         if (params) {
             nb::dict p;
