@@ -275,6 +275,7 @@ double exact_patch_residual(const model::Config& c, const model::Weights<T>& w, 
     return exact_patch(c, w, clean, corrupted, metric, model::PatchSite{detail::resid_pre_name(layer), -1, {position}, {}, {}},
                        clean_metric);
 }
+
 // Indices of r.sites by decreasing |estimate| (ties in site order).
 inline std::vector<std::size_t> by_magnitude(const AttributionPatching& r) {
     std::vector<std::size_t> order(r.sites.size());
