@@ -69,17 +69,23 @@ def test_bad_input_is_named(tiny):
         tiny.attribution_patch(np.stack([CLEAN, CLEAN]), np.stack([CORRUPT, CORRUPT]), target=5)
 
 
-def test_grad_of_a_logit_difference_against_finite_differences(tiny):
-    # dM/d(resid_pre) from one backward, against M moved by a small push along a random direction through
-    # a Python hook. float32 central differences: at a step of 1e-3 (per entry, at most) they agreed to
-    # 6e-4 relative or better in every block, their truncation and rounding errors balanced there.
-    logits = tiny(CLEAN)
+def top_two_difference(logits):
+    """The two most likely last-position tokens a, b and the metric logit(a) - logit(b) with its gradient."""
     a, b = (int(i) for i in np.argsort(logits[-1])[::-1][:2])
 
     def metric(z):
         g = np.zeros_like(z, dtype=np.float64)
         g[-1, a], g[-1, b] = 1.0, -1.0
         return float(z[-1, a] - z[-1, b]), g
+    return a, b, metric
+
+
+def test_grad_of_a_logit_difference_against_finite_differences(tiny):
+    # dM/d(resid_pre) from one backward, against M moved by a small push along a random direction through
+    # a Python hook. float32 central differences: at a step of 1e-3 (per entry, at most) they agreed to
+    # 6e-4 relative or better in every block, their truncation and rounding errors balanced there.
+    logits = tiny(CLEAN)
+    a, b, metric = top_two_difference(logits)
 
     g = tiny.grad(CLEAN, metric, params=True)
     assert g["value"] == pytest.approx(float(logits[-1, a] - logits[-1, b]))
@@ -163,12 +169,7 @@ def test_grad_at_named_hooks_against_finite_differences(tiny):
     # 1e-3 left rounding of 4e-3 relative at the last block's outputs, and 1e-2 truncation of 9e-3 at block
     # 0's; the extrapolation agreed to 6e-4 or better at all six (measured 2026-12-07).
     logits = tiny(CLEAN)
-    a, b = (int(i) for i in np.argsort(logits[-1])[::-1][:2])
-
-    def metric(z):
-        g = np.zeros_like(z, dtype=np.float64)
-        g[-1, a], g[-1, b] = 1.0, -1.0
-        return float(z[-1, a] - z[-1, b]), g
+    a, b, metric = top_two_difference(logits)
 
     L = tiny.config["n_layers"]
     names = [f"blocks.{l}.{h}" for l in (0, L - 1) for h in ("hook_attn_out", "attn.hook_z", "hook_mlp_out")]
