@@ -62,7 +62,9 @@ std::map<std::string, std::pair<double, double>> errors_by_kind(const Config& c,
     const auto r = train::attribution_patch(c, w, tokens, corrupted, metric, every_site(c));
     const double clean_metric = metric(model::forward(c, w, tokens));
     std::map<std::string, std::pair<double, double>> out;
-    REQUIRE(!r.sites.empty());
+    // per block and row (a sink token's slot included): resid_pre, the group, attn_out, mlp_out, and z per head
+    const std::int64_t rows = std::int64_t(tokens.size()) + (c.attention == model::AttentionKind::sink_token ? 1 : 0);
+    REQUIRE(std::int64_t(r.sites.size()) == c.n_layers * rows * (4 + c.n_heads));
     for (const auto& s : r.sites) {
         const double exact = train::exact_patch(c, w, tokens, corrupted, metric, train::patch_site(r, s), clean_metric);
         auto& [err, scale] = out[s.group >= 0 ? "group" : model::hook_spec(s.hook).short_name];
