@@ -61,7 +61,7 @@ def main():
         sink_heads = alpha0 > 0.3  # (n_layers, n_heads)
         spike = set()
         for x in (v for k, v in cache.items() if k.endswith("hook_resid_pre")):
-            med = np.median(np.abs(x))
+            med = float(np.sort(np.abs(x), axis=None)[x.size // 2])  # the upper median, as core/measures.hpp defines median |x|
             spike |= {int(c) for c in np.nonzero((np.abs(x) > 100) & (np.abs(x) >= 1000 * med))[1]}
         groups = {"spike": sorted(spike)} if spike else None
         t0 = time.time()

@@ -540,24 +540,16 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
     const auto corrupt = input_tokens(m, corrupted_text, corrupted_tokens, bos_mode, corrupted_bos);
     const train::LogitDifference metric{position, token_arg(m, "atp --target", target),
                                         contrast.empty() ? -1 : token_arg(m, "atp --contrast", contrast)};
-    train::AttributionSites which;
-    which.resid_pre = false;
-    for (const std::string& h : site_options.hooks) {
-        if (h == "resid_pre") which.resid_pre = true;
-        else if (h == "attn_out") which.attn_out = true;
-        else if (h == "z") which.z = true;
-        else if (h == "mlp_out") which.mlp_out = true;
-    }
-    if (!site_options.channels.empty()) which.groups.push_back({"channels", site_options.channels});
+    std::vector<train::ChannelGroup> groups;
+    if (!site_options.channels.empty()) groups.push_back({"channels", site_options.channels});
     if (site_options.spike_channels) {
         auto spikes = spike_channels(m, clean);
         if (spikes.empty())
             std::cerr << "atp: --spike-channels: no massive activation (|x| > 100 and >= 1000x the median |x|) in the clean run's "
                          "residual stream, so no spike-channel group is scored\n";
-        else which.groups.push_back({"spike", std::move(spikes)});
+        else groups.push_back({"spike", std::move(spikes)});
     }
-    require(which.resid_pre || which.attn_out || which.z || which.mlp_out || !which.groups.empty(),
-            "atp: no site to score (--sites is empty and no channel group was given)");
+    const train::AttributionSites which = train::attribution_sites(site_options.hooks, std::move(groups));
     auto run = train::attribution_patch_tokens(m.config, m.weights, clean, corrupt, metric, which);
     auto& r = run.result;
     const auto cmp = train::compare_with_exact(r, m.config, m.weights, clean, run.corrupted.activations, metric, std::size_t(exact_k), seed,
@@ -567,32 +559,18 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
                                                });
     const std::size_t k = cmp.top.size();
     create_out_dir("atp", out);
-    // One estimate / exact array per kind of site, [layer, position] ([layer, position, head] for z), in the
-    // sites' own order (layer-major). The block inputs keep the names estimate.npy and exact.npy.
-    const std::int64_t L = m.config.n_layers;
+    // One estimate / exact array per kind of site (train::site_arrays). The block inputs keep the names
+    // estimate.npy and exact.npy.
     nlohmann::json files = nlohmann::json::array(), kinds = nlohmann::json::array();
-    auto write_kind = [&](model::HookId id, std::int64_t group, const std::string& suffix, const std::string& site_text) {
-        std::vector<float> est, ex;
-        for (const auto& s : r.sites)
-            if (s.hook == id && s.group == group) { est.push_back(float(s.estimate)); ex.push_back(float(s.exact)); }
-        if (est.empty()) return;
-        const std::size_t per_layer = est.size() / std::size_t(L);
-        std::vector<std::size_t> shape{std::size_t(L), per_layer};
-        if (id == model::HookId::z) shape = {std::size_t(L), per_layer / std::size_t(m.config.n_heads), std::size_t(m.config.n_heads)};
-        io::write_npy(out + "/estimate" + suffix + ".npy", est.data(), shape);
-        io::write_npy(out + "/exact" + suffix + ".npy", ex.data(), shape);
-        files.push_back("estimate" + suffix + ".npy");
-        files.push_back("exact" + suffix + ".npy");
-        kinds.push_back({{"site", site_text}, {"estimate", "estimate" + suffix + ".npy"}, {"exact", "exact" + suffix + ".npy"},
-                         {"shape", shape}});
-    };
-    if (which.resid_pre) write_kind(model::HookId::resid_pre, -1, "", "blocks.{layer}.hook_resid_pre[position]");
-    for (std::size_t g = 0; g < r.groups.size(); ++g)
-        write_kind(model::HookId::resid_pre, std::int64_t(g), "_group_" + r.groups[g].name,
-                   "blocks.{layer}.hook_resid_pre[position, channels of '" + r.groups[g].name + "']");
-    if (which.attn_out) write_kind(model::HookId::attn_out, -1, "_attn_out", "blocks.{layer}.hook_attn_out[position]");
-    if (which.z) write_kind(model::HookId::z, -1, "_z", "blocks.{layer}.attn.hook_z[position, head]");
-    if (which.mlp_out) write_kind(model::HookId::mlp_out, -1, "_mlp_out", "blocks.{layer}.hook_mlp_out[position]");
+    for (const auto& a : train::site_arrays(r, m.config)) {
+        const std::vector<float> est(a.estimate.begin(), a.estimate.end()), ex(a.exact.begin(), a.exact.end());
+        io::write_npy(out + "/estimate" + a.suffix + ".npy", est.data(), a.shape);
+        io::write_npy(out + "/exact" + a.suffix + ".npy", ex.data(), a.shape);
+        files.push_back("estimate" + a.suffix + ".npy");
+        files.push_back("exact" + a.suffix + ".npy");
+        kinds.push_back({{"site", a.site}, {"estimate", "estimate" + a.suffix + ".npy"}, {"exact", "exact" + a.suffix + ".npy"},
+                         {"shape", a.shape}});
+    }
     const std::int64_t sink = m.config.attention == model::AttentionKind::sink_token ? 1 : 0;
     auto site_label = [&](const train::AttributionSite& s) {
         return s.group >= 0 ? std::string("resid_pre[") + r.groups[std::size_t(s.group)].name + "]" : std::string(model::hook_spec(s.hook).short_name);
@@ -614,9 +592,9 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
     j["position"] = metric.position < 0 ? std::int64_t(clean.size()) - 1 : metric.position;
     if (which.resid_pre) j["site"] = "blocks.{layer}.hook_resid_pre[position]";
     j["sites"] = kinds;
-    nlohmann::json groups = nlohmann::json::object();
-    for (const auto& g : r.groups) groups[g.name] = g.channels;
-    j["channel_groups"] = groups;
+    nlohmann::json channel_groups = nlohmann::json::object();
+    for (const auto& g : r.groups) channel_groups[g.name] = g.channels;
+    j["channel_groups"] = channel_groups;
     j["clean_metric"] = r.clean_metric;
     j["corrupted_metric"] = r.corrupted_metric;
     j["exact_k"] = k;

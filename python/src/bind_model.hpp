@@ -281,18 +281,9 @@ public:
                                const std::vector<std::string>& sites, const std::vector<std::string>& group_names,
                                const std::vector<std::vector<std::int64_t>>& group_channels) const {
         require(exact_k >= 0, "attribution_patch: exact must be >= 0");
-        train::AttributionSites which;
-        which.resid_pre = false;
-        for (const std::string& s : sites) {
-            if (s == "resid_pre") which.resid_pre = true;
-            else if (s == "attn_out") which.attn_out = true;
-            else if (s == "z") which.z = true;
-            else if (s == "mlp_out") which.mlp_out = true;
-            else throw Error("attribution_patch: unknown site '" + s + "' (resid_pre, attn_out, z, mlp_out)");
-        }
-        for (std::size_t g = 0; g < group_names.size(); ++g) which.groups.push_back({group_names[g], group_channels[g]});
-        require(which.resid_pre || which.attn_out || which.z || which.mlp_out || !which.groups.empty(),
-                "attribution_patch: no site to score (sites is empty and no channel group was given)");
+        std::vector<train::ChannelGroup> groups;
+        for (std::size_t g = 0; g < group_names.size(); ++g) groups.push_back({group_names[g], group_channels[g]});
+        const train::AttributionSites which = train::attribution_sites(sites, std::move(groups));
         const train::LogitDifference metric{position, target, contrast};
         train::AttributionPatching r;
         train::ExactComparison cmp;
@@ -304,23 +295,11 @@ public:
             r = std::move(run.result);
         }
         nb::dict d;
-        const std::int64_t L = m_.config.n_layers;
-        auto kind = [&](model::HookId id, std::int64_t group, const std::string& suffix) {
-            std::vector<double> est, ex;
-            for (const auto& s : r.sites)
-                if (s.hook == id && s.group == group) { est.push_back(s.estimate); ex.push_back(s.exact); }
-            if (est.empty()) return;
-            const std::int64_t per_layer = std::int64_t(est.size()) / L;
-            std::vector<std::int64_t> shape{L, per_layer};
-            if (id == model::HookId::z) shape = {L, per_layer / m_.config.n_heads, m_.config.n_heads};
-            d[("estimate" + suffix).c_str()] = owned(std::move(est), shape);
-            d[("exact" + suffix).c_str()] = owned(std::move(ex), shape);
-        };
-        if (which.resid_pre) kind(model::HookId::resid_pre, -1, "");
-        for (std::size_t g = 0; g < r.groups.size(); ++g) kind(model::HookId::resid_pre, std::int64_t(g), "_group_" + r.groups[g].name);
-        if (which.attn_out) kind(model::HookId::attn_out, -1, "_attn_out");
-        if (which.z) kind(model::HookId::z, -1, "_z");
-        if (which.mlp_out) kind(model::HookId::mlp_out, -1, "_mlp_out");
+        for (auto& a : train::site_arrays(r, m_.config)) {  // named as `sinkscope atp` names its files
+            const std::vector<std::int64_t> shape(a.shape.begin(), a.shape.end());
+            d[("estimate" + a.suffix).c_str()] = owned(std::move(a.estimate), shape);
+            d[("exact" + a.suffix).c_str()] = owned(std::move(a.exact), shape);
+        }
         d["clean_metric"] = r.clean_metric;
         d["corrupted_metric"] = r.corrupted_metric;
         d["spearman_top"] = cmp.spearman_top;

@@ -66,6 +66,22 @@ struct AttributionSites {
     std::vector<ChannelGroup> groups;  // channel groups of blocks.{l}.hook_resid_pre, per position
 };
 
+// Sites from hook names ("resid_pre", "attn_out", "z", "mlp_out", as the CLI's --sites and Python's `sites`
+// spell them) and channel groups; an unknown name is an Error naming it.
+inline AttributionSites attribution_sites(const std::vector<std::string>& hooks, std::vector<ChannelGroup> groups = {}) {
+    AttributionSites which;
+    which.resid_pre = false;
+    for (const std::string& h : hooks) {
+        if (h == "resid_pre") which.resid_pre = true;
+        else if (h == "attn_out") which.attn_out = true;
+        else if (h == "z") which.z = true;
+        else if (h == "mlp_out") which.mlp_out = true;
+        else throw Error("attribution patching: unknown site '" + h + "' (resid_pre, attn_out, z, mlp_out)");
+    }
+    which.groups = std::move(groups);
+    return which;
+}
+
 struct AttributionSite {
     std::int64_t layer = 0, position = 0;        // the block and the row of its hooked activation
     model::HookId hook = model::HookId::resid_pre;  // resid_pre, attn_out, z or mlp_out
@@ -137,6 +153,8 @@ AttributionPatching attribution_patch(const model::Config& c, const model::Weigh
     require(metric.position < std::int64_t(clean.size()),
             "attribution patching: the metric's position " + std::to_string(metric.position) + " lies past the sequence of " +
                 std::to_string(clean.size()) + " tokens");
+    require(which.resid_pre || which.attn_out || which.z || which.mlp_out || !which.groups.empty(),
+            "attribution patching: no site to score (no hook and no channel group)");
     for (const ChannelGroup& g : which.groups) {
         require(!g.channels.empty(), "attribution patching: the channel group '" + g.name + "' is empty");
         for (std::int64_t ch : g.channels)
@@ -274,6 +292,35 @@ double exact_patch_residual(const model::Config& c, const model::Weights<T>& w, 
                             std::int64_t layer, std::int64_t position, double clean_metric) {
     return exact_patch(c, w, clean, corrupted, metric, model::PatchSite{detail::resid_pre_name(layer), -1, {position}, {}, {}},
                        clean_metric);
+}
+
+// One kind of site's estimates and exact values as arrays, in the sites' order: [layer, position] ([layer,
+// position, head] for z). `suffix` names it as the CLI's files and Python's keys do ("" for the block inputs,
+// "_attn_out", "_z", "_mlp_out", "_group_NAME"); `site` says what was patched.
+struct SiteArrays {
+    std::string suffix, site;
+    std::vector<std::size_t> shape;
+    std::vector<double> estimate, exact;
+};
+inline std::vector<SiteArrays> site_arrays(const AttributionPatching& r, const model::Config& c) {
+    std::vector<SiteArrays> out;
+    auto kind = [&](model::HookId id, std::int64_t group, std::string suffix, std::string site) {
+        SiteArrays a{std::move(suffix), std::move(site), {}, {}, {}};
+        for (const auto& s : r.sites)
+            if (s.hook == id && s.group == group) { a.estimate.push_back(s.estimate); a.exact.push_back(s.exact); }
+        if (a.estimate.empty()) return;
+        const std::size_t L = std::size_t(c.n_layers), per_layer = a.estimate.size() / L, H = std::size_t(c.n_heads);
+        a.shape = id == model::HookId::z ? std::vector<std::size_t>{L, per_layer / H, H} : std::vector<std::size_t>{L, per_layer};
+        out.push_back(std::move(a));
+    };
+    kind(model::HookId::resid_pre, -1, "", "blocks.{layer}.hook_resid_pre[position]");
+    for (std::size_t g = 0; g < r.groups.size(); ++g)
+        kind(model::HookId::resid_pre, std::int64_t(g), "_group_" + r.groups[g].name,
+             "blocks.{layer}.hook_resid_pre[position, channels of '" + r.groups[g].name + "']");
+    kind(model::HookId::attn_out, -1, "_attn_out", "blocks.{layer}.hook_attn_out[position]");
+    kind(model::HookId::z, -1, "_z", "blocks.{layer}.attn.hook_z[position, head]");
+    kind(model::HookId::mlp_out, -1, "_mlp_out", "blocks.{layer}.hook_mlp_out[position]");
+    return out;
 }
 
 // Indices of r.sites by decreasing |estimate| (ties in site order).
