@@ -46,7 +46,7 @@ const RopeTable<T>& rope_table(std::int64_t n, std::int64_t head_dim, double bas
     // round at the same places so that θ agrees bit for bit, in double we keep double throughout.
     // With divisors, float rounds inv_freq_i / f_i (in double) to float once: Hugging Face's Llama 3.1
     // inv_freq (a chain of float32 operations) is reproduced bit for bit because the loader stores
-    // f_i = inv_freq_i / inv_freq_llama3_i in double (families.hpp, llama3_rope_divisors); GGUF's float
+    // f_i = inv_freq_i / inv_freq_llama3_i in double (model/rope_scaling.hpp, llama3_rope_divisors); GGUF's float
     // divisors give llama.cpp's θ up to its own rounding of θ / f_i.
     constexpr bool single = std::is_same_v<T, float>;
     std::vector<double> inv_freq(half);

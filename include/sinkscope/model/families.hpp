@@ -1,5 +1,7 @@
 // Model families as data: for each family, the switches of its mechanism, how its Hugging Face
 // config.json and its GGUF metadata name the hyperparameters, and how its checkpoints name the tensors.
+// Typed key access is model/config_keys.hpp, llama.cpp's GGUF conventions model/gguf_conventions.hpp,
+// RoPE frequency scaling model/rope_scaling.hpp; model/read_config.hpp turns a file into a Config.
 //
 // Adding a family is one entry of `families()` (plus the mechanism in forward.hpp if it needs a new one).
 // Tensor names hold "{l}" where the layer index goes (and "{e}" where an expert's goes); an empty name
@@ -17,105 +19,17 @@
 
 #include "sinkscope/core/error.hpp"
 #include "sinkscope/model/config.hpp"
+#include "sinkscope/model/config_keys.hpp"
+#include "sinkscope/model/gguf_conventions.hpp"
 #include "sinkscope/model/parameter_table.hpp"
+#include "sinkscope/model/rope_scaling.hpp"
 
 namespace sinkscope::model {
-
-// A config or metadata value as V; a value of another type (a string where a number belongs) is an Error
-// naming the key and the file, not a JSON library exception.
-template <class V>
-V typed(const nlohmann::json& value, const std::string& key, const std::string& path) {
-    try {
-        return value.get<V>();
-    } catch (const nlohmann::json::exception&) {
-        throw Error("key '" + key + "' holds a " + value.type_name() + ", not the expected type", {path, "", {}});
-    }
-}
-
-// TensorNames (where each parameter lives in one checkpoint format) is in model/parameter_table.hpp.
 
 // How a fused QKV projection orders its rows.
 //   concatenated: [q (H·d_h) | k (kvH·d_h) | v (kvH·d_h)]          (GPT-2, Phi-3, GGUF)
 //   per_head:     [head 0: q k v | head 1: q k v | …], d_h rows each (GPT-NeoX in Hugging Face)
 enum class FusedQkv { concatenated, per_head };
-
-// The hyperparameters of a Hugging Face config.json, read with defaults and checks.
-class HfKeys {
-public:
-    HfKeys(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {}
-    bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
-    // The first of `keys` present; an Error naming the file if none is.
-    const nlohmann::json& first(std::initializer_list<const char*> keys) const {
-        for (const char* k : keys) if (has(k)) return j_[k];
-        std::string names;
-        for (const char* k : keys) names += (names.empty() ? "'" : " or '") + std::string(k) + "'";
-        throw Error("config key " + names + " is missing", {path_, "", {}});
-    }
-    template <class V> V get(std::initializer_list<const char*> keys) const {
-        for (const char* k : keys) if (has(k)) return typed<V>(j_[k], k, path_);
-        return first(keys).get<V>();  // throws the missing-key Error
-    }
-    template <class V> V get_or(std::initializer_list<const char*> keys, V dflt) const {
-        for (const char* k : keys) if (has(k)) return typed<V>(j_[k], k, path_);
-        return dflt;
-    }
-    const nlohmann::json& json() const { return j_; }
-    const std::string& path() const { return path_; }
-    [[noreturn]] void fail(const std::string& what) const { throw Error(what, {path_, "", {}}); }
-
-    // The RoPE parameters: transformers ≥ 5 nests them in rope_parameters (per layer type for Gemma 3),
-    // older configs keep rope_theta and rope_scaling at the top level.
-    nlohmann::json rope(const char* layer_type = nullptr) const {
-        nlohmann::json r = has("rope_parameters") ? j_["rope_parameters"] : (has("rope_scaling") ? j_["rope_scaling"] : nlohmann::json::object());
-        if (layer_type && r.contains(layer_type)) r = r[layer_type];
-        return r;
-    }
-    double rope_theta(const char* layer_type = nullptr, double dflt = 10000.0) const {
-        const nlohmann::json r = rope(layer_type);
-        if (r.contains("rope_theta")) return r["rope_theta"].get<double>();
-        return get_or<double>({"rope_theta", "rotary_emb_base"}, dflt);
-    }
-    void require_default_rope(const char* layer_type = nullptr) const {
-        const nlohmann::json r = rope(layer_type);
-        const std::string type = r.value("rope_type", r.value("type", std::string("default")));
-        if (type != "default") fail("RoPE scaling '" + type + "' is not supported");
-    }
-    double partial_rotary(double dflt = 1.0) const {
-        const nlohmann::json r = rope();
-        if (r.contains("partial_rotary_factor")) return r["partial_rotary_factor"].get<double>();
-        return get_or<double>({"partial_rotary_factor", "rotary_pct"}, dflt);
-    }
-    Activation activation(std::initializer_list<const char*> keys, const char* dflt) const {
-        const std::string a = get_or<std::string>(keys, dflt);
-        if (a == "silu" || a == "swish") return Activation::silu;
-        if (a == "gelu_new" || a == "gelu_pytorch_tanh" || a == "gelu_fast") return Activation::gelu_tanh;
-        if (a == "gelu") return Activation::gelu_erf;
-        fail("unsupported activation '" + a + "'");
-    }
-
-private:
-    const nlohmann::json& j_;
-    std::string path_;
-};
-
-// The hyperparameters of a GGUF file's metadata, "{arch}.key" by llama.cpp's convention.
-class GgufKeys {
-public:
-    GgufKeys(const nlohmann::json& md, std::string arch, std::string path) : md_(md), a_(std::move(arch) + "."), path_(std::move(path)) {}
-    bool has(const std::string& key) const { return md_.contains(a_ + key); }
-    template <class V> V get(const std::string& key) const {
-        if (!has(key)) throw Error("metadata key '" + a_ + key + "' is missing", {path_, "", {}});
-        return typed<V>(md_[a_ + key], a_ + key, path_);
-    }
-    template <class V> V get_or(const std::string& key, V dflt) const { return has(key) ? get<V>(key) : dflt; }
-    const nlohmann::json& at(const std::string& key) const { return md_.at(a_ + key); }
-    std::string full_name(const std::string& key) const { return a_ + key; }
-    [[noreturn]] void fail(const std::string& what) const { throw Error(what, {path_, "", {}}); }
-
-private:
-    const nlohmann::json& md_;
-    std::string a_, path_;
-};
 
 struct Family {
     std::string name;                         // Config::architecture
@@ -142,35 +56,6 @@ inline void hf_common(Config& c, const HfKeys& k) {
     c.context_length = k.get<std::int64_t>({"max_position_embeddings", "n_positions"});
     c.vocab_size = k.get<std::int64_t>({"vocab_size"});
     c.norm_eps = k.get<double>({"rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon"});
-}
-
-// Llama 3.1's RoPE frequency divisors (rope_type "llama3"), as Config::rope_freq_divisors, for r rotated
-// dimensions. Hugging Face (modeling_rope_utils._compute_llama3_parameters) computes, in float32 torch ops,
-//   inv_i = 1 / base^(2i/r),  λ_i = 2π / inv_i,  low = orig / low_freq_factor,  high = orig / high_freq_factor;
-//   λ_i < high: inv_i;  λ_i > low: inv_i / factor;
-//   else, s = (orig/λ_i − low_freq_factor) / (high_freq_factor − low_freq_factor): (1 − s)·inv_i/factor + s·inv_i.
-// This repeats those float32 operations in their order (torch's a / t is t.reciprocal() * a, each rounding
-// kept, no fused multiply-add) and returns f_i = inv_i / inv_llama3_i in double, so that rope_table<float>,
-// which rounds inv_i / f_i to float, rotates by Hugging Face's float32 inv_freq bit for bit. f_i is the
-// exact formula's divisor (1, factor, or 1/((1 − s)/factor + s)) up to float32 rounding (~1e-7 relative).
-inline std::vector<double> llama3_rope_divisors(double base, std::int64_t r, double factor, double low_freq_factor,
-                                                double high_freq_factor, double orig) {
-    auto rd = [](float x) { volatile float v = x; return float(v); };  // one float32 rounding, never fused
-    const float low_wl = float(orig / low_freq_factor), high_wl = float(orig / high_freq_factor);
-    std::vector<double> f(std::size_t(r / 2));
-    for (std::int64_t i = 0; i < r / 2; ++i) {
-        const float inv = rd(1.0f / std::pow(float(base), float(2 * i) / float(r)));  // as rope_table<float>
-        const float wavelen = rd(rd(1.0f / inv) * float(2 * 3.14159265358979323846));  // 2 * math.pi / inv
-        float scaled = inv;
-        if (wavelen > low_wl) scaled = rd(inv / float(factor));
-        else if (!(wavelen < high_wl)) {
-            const float s = rd(rd(rd(rd(1.0f / wavelen) * float(orig)) - float(low_freq_factor)) /
-                               float(high_freq_factor - low_freq_factor));
-            scaled = rd(rd(rd(rd(1.0f - s) * inv) / float(factor)) + rd(s * inv));
-        }
-        f[std::size_t(i)] = double(inv) / double(scaled);
-    }
-    return f;
 }
 
 inline void hf_rope(Config& c, const HfKeys& k) {
@@ -252,22 +137,6 @@ inline void hf_gemma(Config& c, const HfKeys& k) {
     for (auto& w : c.layer_windows) if (w >= c.context_length) w = 0;
 }
 
-// GGUF Llama-like: RMSNorm, SwiGLU, RoPE; llama.cpp stores llama/mistral Q and K rows permuted for
-// interleaved rotation and qwen2/qwen3 in Hugging Face's half-split order. Biases and QK-norm are
-// detected from the tensors by load.hpp.
-inline void gguf_llama_like(Config& c, const GgufKeys& k, RopeLayout layout) {
-    c.norm = NormKind::rmsnorm;
-    c.norm_eps = k.get<double>("attention.layer_norm_rms_epsilon");
-    c.ffn = FfnKind::swiglu;
-    c.activation = Activation::silu;
-    c.positions = PositionKind::rope;
-    c.rope_base = k.get_or<double>("rope.freq_base", 10000.0);
-    c.rope_layout = layout;
-    const std::string scaling = k.get_or<std::string>("rope.scaling.type", "none");
-    if (scaling != "none") k.fail("RoPE scaling '" + scaling + "' is not supported");
-    c.sliding_window = k.get_or<std::int64_t>("attention.sliding_window", 0);
-}
-
 inline std::string hf_layer(const std::string& prefix, const std::string& rest) { return prefix + "{l}." + rest; }
 
 // The tensor names of the Llama layout in Hugging Face (model.layers.{l}.self_attn.q_proj, …).
@@ -283,74 +152,6 @@ inline TensorNames hf_llama_names() {
     n.q_norm = L + "self_attn.q_norm.weight"; n.k_norm = L + "self_attn.k_norm.weight";
     n.w_gate = L + "mlp.gate_proj.weight"; n.w_up = L + "mlp.up_proj.weight"; n.w_down = L + "mlp.down_proj.weight";
     return n;
-}
-
-// The GGUF (llama.cpp) names of the Llama layout: blk.{l}.attn_q.weight, …
-inline TensorNames gguf_llama_names() {
-    const std::string L = "blk.{l}.";
-    TensorNames n;
-    n.tok_embed = "token_embd.weight"; n.final_norm = "output_norm.weight"; n.lm_head = "output.weight";
-    n.attn_norm = L + "attn_norm.weight"; n.ffn_norm = L + "ffn_norm.weight";
-    n.wq = L + "attn_q.weight"; n.wk = L + "attn_k.weight"; n.wv = L + "attn_v.weight"; n.wo = L + "attn_output.weight";
-    n.bq = L + "attn_q.bias"; n.bk = L + "attn_k.bias"; n.bv = L + "attn_v.bias"; n.bo = L + "attn_output.bias";
-    n.q_norm = L + "attn_q_norm.weight"; n.k_norm = L + "attn_k_norm.weight";
-    n.w_gate = L + "ffn_gate.weight"; n.w_up = L + "ffn_up.weight"; n.w_down = L + "ffn_down.weight";
-    // Mixtral and OLMoE: the router and each projection of all experts stacked, (E, d_ff, d) and (E, d, d_ff).
-    n.router = L + "ffn_gate_inp.weight";
-    n.experts_gate = L + "ffn_gate_exps.weight"; n.experts_up = L + "ffn_up_exps.weight"; n.experts_down = L + "ffn_down_exps.weight";
-    return n;
-}
-
-// The GGUF names of the sandwich and output norms (Gemma 2/3, OLMo-2).
-inline TensorNames gguf_post_norm_names(TensorNames n) {
-    n.attn_post_norm = "blk.{l}.post_attention_norm.weight";
-    n.ffn_post_norm = "blk.{l}.post_ffw_norm.weight";
-    return n;
-}
-
-// The llama.cpp reading of a GGUF: a family's GGUF stores only some hyperparameters; what it leaves out
-// (the 27B Gemmas' attention scale, sliding patterns, soft-cap defaults) llama.cpp derives from the
-// architecture, and a file means what llama.cpp computes with it. The rules below are llama.cpp's
-// (src/models/<family>.cpp, load_arch_hparams), stated here as facts.
-
-// Sliding and global layers: attention.sliding_window_pattern is a per-layer list (true: sliding) or a
-// period n (layer l slides unless l % n == n − 1), else the family's period.
-inline void gguf_layer_windows(Config& c, const GgufKeys& k, std::int64_t window, std::int64_t period) {
-    c.layer_windows.assign(std::size_t(c.n_layers), 0);
-    const std::string key = "attention.sliding_window_pattern";
-    if (k.has(key) && k.at(key).is_array()) {
-        const nlohmann::json& layers = k.at(key);
-        if (std::int64_t(layers.size()) != c.n_layers) k.fail(k.full_name(key) + " does not list every layer");
-        for (std::int64_t l = 0; l < c.n_layers; ++l)
-            if (layers[std::size_t(l)].get<bool>()) c.layer_windows[std::size_t(l)] = window;
-    } else {
-        if (k.has(key)) period = k.get<std::int64_t>(key);
-        for (std::int64_t l = 0; l < c.n_layers; ++l)
-            if (period == 0 || l % period < period - 1) c.layer_windows[std::size_t(l)] = window;
-    }
-    for (auto& w : c.layer_windows) if (w >= c.context_length) w = 0;
-}
-
-// Gemma 2 and 3 in GGUF: the converter stores the (1 + g) gains already shifted (g + 1), so they are read
-// as they are; the attention scale is 1/√(d/H) for the 27B models (46 and 62 layers), else 1/√d_h
-// (query_pre_attn_scalar is not stored); √d embedding scale in float as llama.cpp's sqrtf.
-inline void gguf_gemma(Config& c, const GgufKeys& k, bool is_27b) {
-    c.norm = NormKind::rmsnorm;
-    c.norm_eps = k.get<double>("attention.layer_norm_rms_epsilon");
-    c.norm_placement = NormPlacement::sandwich;
-    c.ffn = FfnKind::swiglu;
-    c.activation = Activation::gelu_tanh;
-    c.positions = PositionKind::rope;
-    c.rope_layout = RopeLayout::half_split;
-    c.rope_base = k.get_or<double>("rope.freq_base", 10000.0);
-    c.embed_scale = double(float(std::sqrt(double(c.d_model))));
-    c.attn_scale = 1.0 / std::sqrt(double(is_27b ? c.d_model / c.n_heads : c.head_dim));
-}
-
-// The rotated dimensions of each head (rope.dimension_count; all of them when absent).
-inline void gguf_rotary_dim(Config& c, const GgufKeys& k) {
-    const std::int64_t n_rot = k.get_or<std::int64_t>("rope.dimension_count", c.head_dim);
-    if (n_rot != c.head_dim) c.rotary_dim = n_rot;
 }
 
 // The Llama layout with a mixture of experts in place of the FFN: the router, each expert's gate, up and

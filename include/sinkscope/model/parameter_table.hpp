@@ -44,6 +44,32 @@ struct TensorNames {
     std::string experts_gate, experts_up;  // the experts stacked per projection, (E, d_ff, d) each (GGUF)
 };
 
+namespace detail {
+
+// "{l}" → the layer index.
+inline std::string layer_name(const std::string& pattern, std::int64_t l) {
+    const auto at = pattern.find("{l}");
+    return at == std::string::npos ? pattern : pattern.substr(0, at) + std::to_string(l) + pattern.substr(at + 3);
+}
+// "{l}" → the layer index, "{e}" → the expert index.
+inline std::string layer_name(const std::string& pattern, std::int64_t l, std::int64_t e) {
+    const std::string n = layer_name(pattern, l);
+    const auto at = n.find("{e}");
+    return at == std::string::npos ? n : n.substr(0, at) + std::to_string(e) + n.substr(at + 3);
+}
+// "a|b|c" → {a, b, c}: the names one tensor may have.
+inline std::vector<std::string> alternatives(const std::string& pattern) {
+    std::vector<std::string> r;
+    for (std::size_t start = 0;;) {
+        const auto bar = pattern.find('|', start);
+        r.push_back(pattern.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+        if (bar == std::string::npos) return r;
+        start = bar + 1;
+    }
+}
+
+}  // namespace detail
+
 /// How training initialises a parameter (train/init.hpp; σ = InitOptions::init_std, L = n_layers).
 enum class ParamInit {
     normal,               // N(0, σ²)
