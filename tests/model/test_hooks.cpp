@@ -2,9 +2,6 @@
 // hooks see, and can change, what the forward pass computes.
 #include <catch2/catch.hpp>
 
-#include <functional>
-#include <sinkscope/train/init.hpp>
-
 #include <random>
 #include <sinkscope/model/forward.hpp>
 
@@ -133,46 +130,4 @@ TEST_CASE("forward rejects bad token input with sinkscope::Error", "[model]") {
     CHECK_THROWS_WITH(forward(c, w, {-1}), Catch::Contains("outside the vocabulary"));
     std::vector<std::int32_t> too_long(17, 1);
     CHECK_THROWS_WITH(forward(c, w, too_long), Catch::Contains("exceed the context length 16"));
-}
-
-TEST_CASE("Config::validate names the offending field", "[model]") {
-    Config c = tiny_llama();
-    c.n_kv_heads = 3;
-    CHECK_THROWS_WITH(c.validate(), Catch::Contains("multiple of n_kv_heads"));
-    c = tiny_llama(); c.sliding_window = 17;
-    CHECK_THROWS_WITH(c.validate(), Catch::Contains("larger than the context"));
-    c = tiny_llama(); c.head_dim = 3;
-    CHECK_THROWS_WITH(c.validate(), Catch::Contains("even head_dim"));
-    CHECK_NOTHROW(tiny_llama().validate());
-}
-
-TEST_CASE("the hook table is in HookId order, and every config variant offers exactly its rows", "[model][hooks]") {
-    const auto& table = hook_table();
-    for (std::size_t i = 0; i < table.size(); ++i) CHECK(std::size_t(table[i].id) == i);
-    std::vector<std::function<void(Config&)>> variants = {
-        [](Config&) {},
-        [](Config& c) { c.norm_placement = NormPlacement::post; },
-        [](Config& c) { c.norm_placement = NormPlacement::sandwich; },
-        [](Config& c) { c.norm_placement = NormPlacement::output; },
-        [](Config& c) { c.parallel_residual = true; },
-        [](Config& c) { c.gate = GateKind::per_head; },
-        [](Config& c) { c.positions = PositionKind::learned; },
-        [](Config& c) { c.ffn = FfnKind::gelu; c.activation = Activation::gelu_tanh; },
-        [](Config& c) { c.ffn = FfnKind::linear; },
-        [](Config& c) { c.ffn = FfnKind::none; },
-        [](Config& c) { c.ffn = FfnKind::moe; c.n_experts = 3; c.n_experts_used = 2; },
-        [](Config& c) { c.attention = AttentionKind::kv_bias; },
-    };
-    for (std::size_t v = 0; v < variants.size(); ++v) {
-        Config c = tiny_llama();
-        variants[v](c);
-        c.validate();
-        const auto w = sinkscope::train::init_weights<float>(c, 7 + v);
-        HookSet<float> hooks;
-        std::vector<std::string> seen;
-        hooks.add([](const std::string&) { return true; }, [&](const std::string& n, ActivationRef<float>&) { seen.push_back(n); });
-        forward(c, w, std::vector<std::int32_t>{3, 1, 4, 1, 5}, &hooks);
-        INFO("variant " << v << ": " << c.describe());
-        CHECK(seen == hook_names(c));
-    }
 }
