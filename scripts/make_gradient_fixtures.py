@@ -16,10 +16,14 @@ random_<kind>/grad/:
                          the embedding (scaled, for Gemma) plus learned positions (GPT-2)
   dembed.npy             float32 (vocab × d): ∂L/∂(the token embedding matrix), the tied output head
                          included where the model ties it
+  dparams.json           ∂L/∂(every parameter), sampled: per parameter (transformers' in-memory name) its
+                         shape, max |gradient| and the entries at 8 seeded flat indices and at the argmax,
+                         as [flat index, value] in row-major order
   meta.json              versions, T
 
 Regenerate (needs torch, transformers, safetensors, numpy: scripts/pyenv.sh makes .venv):
-    .venv/bin/python scripts/make_gradient_fixtures.py [KIND …]
+    .venv/bin/python scripts/make_gradient_fixtures.py [--params-only] [KIND …]
+--params-only writes dparams.json alone and leaves the other files as they are.
 """
 import json
 import pathlib
@@ -37,7 +41,21 @@ KINDS = ["llama", "mistral", "qwen2", "qwen3", "gpt2", "gemma2", "gemma3", "phi3
 T = 12
 
 
-def gradients(kind):
+def sampled_parameter_gradients(model):
+    """{name: {shape, max_abs, entries}} for every parameter with a gradient (see the file comment)."""
+    out = {}
+    for name, p in model.named_parameters():
+        if p.grad is None:
+            continue
+        g = p.grad.detach().numpy().astype(np.float64).reshape(-1)
+        rng = np.random.default_rng(len(out))
+        picks = sorted(set(rng.integers(0, g.size, size=min(8, g.size)).tolist()) | {int(np.argmax(np.abs(g)))})
+        out[name] = {"shape": list(p.shape), "max_abs": float(np.max(np.abs(g))),
+                     "entries": [[int(i), float(g[i])] for i in picks]}
+    return out
+
+
+def gradients(kind, params_only=False):
     src = FIXTURES / f"random_{kind}"
     # eager attention and experts: the grouped expert kernels take no float64
     model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float64, attn_implementation="eager",
@@ -55,6 +73,12 @@ def gradients(kind):
     loss.backward()
     d = src / "grad"
     d.mkdir(exist_ok=True)
+    params = sampled_parameter_gradients(model)
+    (d / "dparams.json").write_text(json.dumps({"transformers": transformers.__version__, "torch": torch.__version__,
+                                                "parameters": params}, indent=0) + "\n")
+    if params_only:
+        print(f"random_{kind}: loss {loss.item():.6f}, wrote {d / 'dparams.json'} ({len(params)} parameters)")
+        return
     np.save(d / "tokens.npy", tokens.astype(np.int32))
     np.save(d / "loss.npy", np.array([loss.item()], dtype=np.float64))
     for l, h in enumerate(hidden):
@@ -67,8 +91,11 @@ def gradients(kind):
 
 def main():
     torch.use_deterministic_algorithms(True)
-    for kind in sys.argv[1:] or KINDS:
-        gradients(kind)
+    args = sys.argv[1:]
+    params_only = "--params-only" in args
+    kinds = [a for a in args if a != "--params-only"]
+    for kind in kinds or KINDS:
+        gradients(kind, params_only)
 
 
 if __name__ == "__main__":

@@ -614,7 +614,7 @@ TEST_CASE("Llama 3.1's RoPE divisors follow the llama3 formula and rotate by Hug
         try { x.validate(); } catch (const Error& e) { return std::string(e.what()); }
         return std::string();
     };
-    // The CPU backward differentiates them (tests/train/test_family_gradients.cpp checks the gradients).
+    // The CPU backward differentiates them (tests/train/test_model_backward.cpp checks the gradients).
     CHECK(c.backward_missing_switches().empty());
     CHECK_NOTHROW(train::TapeRecorder<float>(c));
     Config short_list = c; short_list.rope_freq_divisors.pop_back();
