@@ -3,11 +3,14 @@
 // differentiated. Two peers: central differences of the loss in double (every parameter tensor, a few
 // entries each), and PyTorch autograd on the same weights and tokens (scripts/make_gradient_fixtures.py
 // writes random_<kind>/grad/): the gradient at every block's input, of the token embedding, and sampled
-// entries of every parameter that has a tensor of its own in transformers (dparams.json).
+// entries of every parameter tensor transformers holds (dparams.json), fused ones sliced as the loader does.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 #include <nlohmann/json.hpp>
@@ -146,28 +149,41 @@ TEST_CASE("every family's backward matches PyTorch autograd (float64)", "[train]
 }
 
 namespace {
-// The Hugging Face name of a parameter row in block l (−1 outside blocks), expert e (−1 outside experts) among
-// `grads` (transformers' in-memory names): "" where the family's checkpoints pack it into a fused tensor (no
-// name of its own), "?" + the expected name where it has a name but autograd reported none under it.
-template <class Row>
-std::string hf_name_of(const Row& row, const model::Family& fam, std::int64_t l, std::int64_t e, const nlohmann::json& grads) {
-    if (row.key == nullptr || (fam.hf.*row.key).empty()) return "";
-    // Where transformers' in-memory name differs from the checkpoint's: GPT-2's modules under "transformer."
-    // (the prefix the loader accepts too), GPT-NeoX's head, saved as embed_out and held as lm_head.
-    auto in_memory = [](const std::string& saved) {
-        std::vector<std::string> names = {saved, "transformer." + saved};
-        if (saved == "embed_out.weight") names.push_back("lm_head.weight");
-        return names;
-    };
-    std::string first;
-    for (const std::string& alt : model::detail::alternatives(fam.hf.*row.key)) {
-        const std::string saved = model::detail::layer_name(alt, std::max<std::int64_t>(l, 0), std::max<std::int64_t>(e, 0));
-        for (const std::string& name : in_memory(saved))
-            if (grads.contains(name)) return name;
-        if (first.empty()) first = saved;
-    }
-    return "?" + first;
+// Where transformers' in-memory name differs from the checkpoint's: GPT-2's modules under "transformer." (the
+// prefix the loader accepts too), GPT-NeoX's head, saved as embed_out and held as lm_head.
+std::vector<std::string> in_memory_names(const std::string& saved) {
+    std::vector<std::string> names = {saved, "transformer." + saved};
+    if (saved == "embed_out.weight") names.push_back("lm_head.weight");
+    return names;
 }
+
+// The name under which autograd reported the tensor a TensorNames entry names in block l, expert e, or "".
+std::string autograd_name(const std::string& pattern, std::int64_t l, std::int64_t e, const nlohmann::json& grads) {
+    if (pattern.empty()) return "";
+    for (const std::string& alt : model::detail::alternatives(pattern))
+        for (const std::string& name : in_memory_names(model::detail::layer_name(alt, std::max<std::int64_t>(l, 0), std::max<std::int64_t>(e, 0))))
+            if (grads.contains(name)) return name;
+    return "";
+}
+
+template <class Table>
+const auto& row_named(const Table& table, const std::string& name) {
+    for (const auto& r : table)
+        if (name == r.name) return r;
+    FAIL("no parameter row " << name);
+    return table.front();
+}
+
+// One autograd tensor as ours: our gradient at its flat index k, the largest |entry| of ours it holds, and
+// the names of our parameters it holds.
+struct Resolved {
+    std::function<double(std::int64_t)> at;
+    double max_abs = 0;
+    std::vector<std::string> ours;
+};
+
+double max_abs_of(const Mat<double>& m) { return m.size() ? m.cwiseAbs().maxCoeff() : 0.0; }
+double max_abs_of(const model::Vec<double>& v) { return v.size() ? v.cwiseAbs().maxCoeff() : 0.0; }
 }  // namespace
 
 TEST_CASE("every family's parameter gradients match PyTorch autograd (float64)", "[train][backward][grad][reference]") {
@@ -181,58 +197,131 @@ TEST_CASE("every family's parameter gradients match PyTorch autograd (float64)",
             const auto config = nlohmann::json::parse(std::ifstream(dir + "/config.json"));
             const model::Family* fam = model::family_of_hf_type(config.at("model_type").get<std::string>());
             REQUIRE(fam != nullptr);
+            const model::TensorNames& names = fam->hf;
+            const model::Config& c = f.config;
             Gradients g = backward_of(f);
-            std::size_t compared = 0, packed = 0, rows = 0;
-            auto check_row = [&](const auto& row, auto& owner, std::int64_t l, std::int64_t e, const std::string& ours) {
-                bool has = false;
-                row.with_tensor(owner, [&](const auto& t) { has = t.size() > 0; });
-                if (!has) return;
-                ++rows;
-                const std::string name = hf_name_of(row, *fam, l, e, grads);
-                // Packed by the family's checkpoints (GPT-2's and GPT-NeoX's q|k|v, Phi-3's q|k|v and gate|up), or
-                // an expert's map, which transformers ≥ 5 holds fused in memory (mlp.experts.gate_up_proj).
-                if (name.empty() || (name[0] == '?' && e >= 0)) { ++packed; return; }
-                INFO(kind << ": " << ours << " has no autograd gradient under " << name);
-                REQUIRE(name[0] != '?');
-                ++compared;
-                const nlohmann::json& ref = grads[name];
+
+            // Each autograd tensor resolved to ours: a parameter of its own, or one packing of several.
+            std::map<std::string, Resolved> resolved;
+            std::set<std::string> ours_all;
+            auto own_tensor = [&](const auto& row, auto& owner, std::int64_t l, std::int64_t e, const std::string& ours) {
                 row.with_tensor(owner, [&](const auto& t) {
+                    if (t.size() == 0) return;
+                    ours_all.insert(ours);
+                    const std::string name = row.key ? autograd_name(names.*row.key, l, e, grads) : "";
+                    if (name.empty()) return;
                     // GPT-2's Conv1D stores a linear map (in × out): HF flat index i·out + o is our (o, i).
-                    const bool transposed = fam->hf_conv1d && row.read == model::ParamRead::linear;
-                    const std::int64_t out = t.rows(), total = t.size();
-                    CHECK(ref.at("shape").get<std::vector<std::int64_t>>().size() == (row.is_matrix() ? 2u : 1u));
-                    double max_ours = 0;
-                    for (std::int64_t k = 0; k < total; ++k) max_ours = std::max(max_ours, std::abs(t.data()[k]));
-                    const double scale = ref.at("max_abs").get<double>();
-                    INFO(kind << ": " << ours << " = " << name << ", max |grad| " << max_ours << " (autograd " << scale << ")");
-                    CHECK(std::abs(max_ours - scale) <= 1e-5 * scale);
-                    for (const auto& entry : ref.at("entries")) {
-                        const std::int64_t k = entry[0].get<std::int64_t>();
-                        REQUIRE(k < total);
-                        const std::int64_t ours_k = transposed ? (k % out) * (total / out) + k / out : k;
-                        const double got = t.data()[ours_k], want = entry[1].get<double>();
-                        if (!(std::abs(got - want) <= 1e-5 * scale)) {
-                            INFO("entry " << k << ": ours " << got << ", autograd " << want);
-                            CHECK(std::abs(got - want) <= 1e-5 * scale);
-                        }
-                    }
+                    const bool conv1d = fam->hf_conv1d && row.read == model::ParamRead::linear;
+                    const std::int64_t out = t.rows(), cols = t.size() / out;
+                    const double* data = t.data();
+                    resolved[name] = {[=](std::int64_t k) { return data[conv1d ? (k % out) * cols + k / out : k]; },
+                                      max_abs_of(t), {ours}};
                 });
             };
-            for (const auto& r : model::input_parameters<double>()) check_row(r, g.params, -1, -1, r.name);
+            for (const auto& r : model::input_parameters<double>()) own_tensor(r, g.params, -1, -1, r.name);
+            for (const auto& r : model::output_parameters<double>()) own_tensor(r, g.params, -1, -1, r.name);
             for (std::size_t l = 0; l < g.params.layers.size(); ++l) {
                 auto& L = g.params.layers[l];
-                for (const auto& r : model::block_parameters<double>())
-                    check_row(r, L, std::int64_t(l), -1, model::block_parameter_name(l, r.name));
+                const auto li = std::int64_t(l);
+                for (const auto& r : model::block_parameters<double>()) own_tensor(r, L, li, -1, model::block_parameter_name(l, r.name));
                 for (std::size_t e = 0; e < L.experts.size(); ++e)
                     for (const auto& r : model::expert_parameters<double>())
-                        check_row(r, L.experts[e], std::int64_t(l), std::int64_t(e), model::expert_parameter_name(l, e, r.name));
+                        own_tensor(r, L.experts[e], li, std::int64_t(e), model::expert_parameter_name(l, e, r.name));
+                // Packed q|k|v (and its bias) and gate|up: the parts' rows one after another, or head by head
+                // (GPT-NeoX: head h holds its d_h rows of each part in turn); GPT-2's Conv1D transposed.
+                for (const model::Packing& p : model::block_packings()) {
+                    for (const bool bias : {false, true}) {
+                        if (bias && p.bias_key == nullptr) continue;
+                        const std::string name = autograd_name(names.*(bias ? p.bias_key : p.key), li, -1, grads);
+                        if (name.empty()) continue;
+                        std::vector<const double*> parts;
+                        std::vector<std::int64_t> rows;
+                        std::int64_t cols = 1, total = 0;
+                        Resolved r;
+                        for (const std::string& part : bias ? p.bias_parts : p.parts) {
+                            row_named(model::block_parameters<double>(), part).with_tensor(L, [&](const auto& t) {
+                                parts.push_back(t.data());
+                                rows.push_back(t.rows());
+                                cols = t.cols();
+                                total += t.rows();
+                                r.max_abs = std::max(r.max_abs, max_abs_of(t));
+                            });
+                            r.ours.push_back(model::block_parameter_name(l, part.c_str()));
+                        }
+                        const bool per_head = p.per_head_layout && fam->hf_fused == model::FusedQkv::per_head;
+                        const bool conv1d = fam->hf_conv1d && !bias;
+                        const std::int64_t dh = c.head_dim, P = std::int64_t(parts.size());
+                        r.at = [=](std::int64_t k) {
+                            std::int64_t row = conv1d ? k % total : k / cols;
+                            const std::int64_t col = conv1d ? k / total : k % cols;
+                            std::size_t i = 0;
+                            if (per_head) {
+                                i = std::size_t((row / dh) % P);
+                                row = row / (P * dh) * dh + row % dh;
+                            } else {
+                                while (row >= rows[i]) row -= rows[i++];
+                            }
+                            return parts[i][row * cols + col];
+                        };
+                        resolved[name] = r;
+                    }
+                }
+                // The experts stacked per projection, (E, rows of the parts, cols), as transformers ≥ 5 holds them.
+                for (const model::Packing& p : model::expert_packings()) {
+                    const std::string name = autograd_name(names.*p.key, li, -1, grads);
+                    if (name.empty() || L.experts.empty()) continue;
+                    std::vector<std::int64_t> rows;
+                    std::int64_t cols = 0, per = 0;
+                    Resolved r;
+                    for (const std::string& part : p.parts) {
+                        const auto& row = row_named(model::expert_parameters<double>(), part);
+                        rows.push_back(row.rows(c));
+                        cols = row.cols(c);
+                        per += rows.back();
+                        for (std::size_t e = 0; e < L.experts.size(); ++e) {
+                            row.with_tensor(L.experts[e], [&](const auto& t) { r.max_abs = std::max(r.max_abs, max_abs_of(t)); });
+                            r.ours.push_back(model::expert_parameter_name(l, e, part.c_str()));
+                        }
+                    }
+                    const auto* experts = &L.experts;
+                    const std::vector<std::string> part_names = p.parts;
+                    r.at = [=](std::int64_t k) {
+                        const std::int64_t e = k / (per * cols);
+                        std::int64_t row = k % (per * cols) / cols;
+                        const std::int64_t col = k % cols;
+                        std::size_t i = 0;
+                        while (row >= rows[i]) row -= rows[i++];
+                        double v = 0;
+                        row_named(model::expert_parameters<double>(), part_names[i]).with_tensor(
+                            (*experts)[std::size_t(e)], [&](const auto& t) { v = t.data()[row * cols + col]; });
+                        return v;
+                    };
+                    resolved[name] = r;
+                }
             }
-            for (const auto& r : model::output_parameters<double>()) check_row(r, g.params, -1, -1, r.name);
-            // Every parameter with a tensor of its own is compared; only the packed ones are not.
-            INFO(kind << ": " << compared << " of " << rows << " parameter tensors compared with autograd, " << packed
-                      << " packed");
-            CHECK(compared + packed == rows);
-            CHECK(compared > 0);
+
+            // Every autograd tensor is one of ours, agrees at its sampled entries, and every parameter of ours
+            // is in some autograd tensor.
+            std::set<std::string> covered;
+            double worst = 0;
+            for (auto it = grads.begin(); it != grads.end(); ++it) {
+                INFO(kind << ": autograd's " << it.key());
+                REQUIRE(resolved.count(it.key()));
+                const Resolved& r = resolved.at(it.key());
+                covered.insert(r.ours.begin(), r.ours.end());
+                const double scale = it.value().at("max_abs").get<double>();
+                CHECK(std::abs(r.max_abs - scale) <= 1e-5 * scale);
+                for (const auto& entry : it.value().at("entries")) {
+                    const double got = r.at(entry[0].get<std::int64_t>()), want = entry[1].get<double>();
+                    worst = std::max(worst, std::abs(got - want) / scale);
+                    if (!(std::abs(got - want) <= 1e-5 * scale)) {
+                        INFO("entry " << entry[0] << ": ours " << got << ", autograd " << want);
+                        CHECK(std::abs(got - want) <= 1e-5 * scale);
+                    }
+                }
+            }
+            INFO(kind << ": " << grads.size() << " autograd tensors, worst entry error " << worst << " of the tensor's largest");
+            CHECK(covered == ours_all);
         }
     }
 }
