@@ -104,7 +104,7 @@ inline std::vector<std::vector<std::int32_t>> stats_samples(const model::LoadedM
 
 // FNV-1a (64 bit) of every sample's ids: shards of one run must have cut the same input into the same samples.
 inline std::string samples_fingerprint(const std::vector<std::vector<std::int32_t>>& samples) {
-    std::uint64_t h = 1469598103934665603ull;
+    std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64: offset basis 0xcbf29ce484222325, prime 2^40 + 2^8 + 0xb3
     auto mix = [&h](std::uint32_t v) {
         for (int b = 0; b < 4; ++b) { h ^= (v >> (8 * b)) & 0xffu; h *= 1099511628211ull; }
     };
