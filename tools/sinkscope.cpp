@@ -30,7 +30,8 @@
 //                                                attention or FFN output at a position, a head's z at a
 //                                                position, a channel group of the block's input) the first-
 //                                                order estimate of patching it from the corrupted run into the
-//                                                clean one, on logit(target) [− logit(contrast)]; --exact K
+//                                                clean one, on logit(target) [− logit(contrast)] (--metric logprob:
+//                                                of log-probabilities; --metric loss: the next-token loss); --exact K
 //                                                patches the K sites of largest |estimate| and K random
 //                                                others for real and reports Spearman's ρ between the two
 //                                                (DIR/estimate*.npy, exact*.npy, sites.csv + DIR/summary.json)
@@ -509,6 +510,7 @@ int cmd_dla(const std::string& path, const std::string& text, const std::string&
 // shows how it does away from the top).
 struct AtpSiteOptions {
     std::vector<std::string> hooks{"resid_pre"};  // resid_pre, attn_out, z, mlp_out
+    std::string metric = "logit";                 // logit, logprob, loss (train::MetricKind)
     std::vector<std::int64_t> channels;           // a channel group of hook_resid_pre ("channels")
     bool spike_channels = false;                  // the massive channels of the clean run's residual stream ("spike")
 };
@@ -538,8 +540,15 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
     analysis::BosChoice bos, corrupted_bos;
     const auto clean = input_tokens(m, text, tokens, bos_mode, bos);
     const auto corrupt = input_tokens(m, corrupted_text, corrupted_tokens, bos_mode, corrupted_bos);
-    const train::LogitDifference metric{position, token_arg(m, "atp --target", target),
-                                        contrast.empty() ? -1 : token_arg(m, "atp --contrast", contrast)};
+    const train::MetricKind kind = train::metric_kind_from(site_options.metric);
+    if (kind == train::MetricKind::loss && (!target.empty() || !contrast.empty() || position != -1))
+        throw Error("atp: --metric loss is the clean sequence's next-token loss; it takes no --target, --contrast or --position");
+    if (kind != train::MetricKind::loss && target.empty()) throw Error("atp: --target is required (unless --metric loss)");
+    const train::Metric metric =
+        kind == train::MetricKind::loss
+            ? train::Metric{-1, 0, -1, kind, {clean.begin() + 1, clean.end()}}
+            : train::Metric{position, token_arg(m, "atp --target", target),
+                            contrast.empty() ? -1 : token_arg(m, "atp --contrast", contrast), kind};
     std::vector<train::ChannelGroup> groups;
     if (!site_options.channels.empty()) groups.push_back({"channels", site_options.channels});
     if (site_options.spike_channels) {
@@ -587,9 +596,14 @@ int cmd_atp(const std::string& path, const std::string& text, const std::string&
     nlohmann::json j = run_meta(path, m, clean);
     j["corrupted_tokens"] = corrupt;
     j["bos"] = bos.to_json();
-    j["target"] = metric.target;
-    j["contrast"] = metric.contrast >= 0 ? nlohmann::json(metric.contrast) : nlohmann::json();
-    j["position"] = metric.position < 0 ? std::int64_t(clean.size()) - 1 : metric.position;
+    j["metric"] = train::to_string(metric.kind);
+    if (metric.kind == train::MetricKind::loss) {
+        j["metric_definition"] = "mean next-token cross-entropy over the clean tokens";
+    } else {
+        j["target"] = metric.target;
+        j["contrast"] = metric.contrast >= 0 ? nlohmann::json(metric.contrast) : nlohmann::json();
+        j["position"] = metric.position < 0 ? std::int64_t(clean.size()) - 1 : metric.position;
+    }
     if (which.resid_pre) j["site"] = "blocks.{layer}.hook_resid_pre[position]";
     j["sites"] = kinds;
     nlohmann::json channel_groups = nlohmann::json::object();
@@ -908,17 +922,21 @@ int main(int argc, char** argv) {
 
     std::string corrupted_text, corrupted_tokens;
     std::int64_t exact_k = 0;
-    auto* atp = app.add_subcommand("atp", "attribution patching: every site's estimated effect of a corrupted input on a logit (block inputs, attention and FFN outputs, z per head, channel groups)");
+    auto* atp = app.add_subcommand("atp", "attribution patching: every site's estimated effect of a corrupted input on a metric (a logit, a log-probability or the loss; block inputs, attention and FFN outputs, z per head, channel groups)");
     atp->add_option("MODEL", model_path, "a .gguf file or a Hugging Face directory")->required();
     auto* atp_text = atp->add_option("--text", text, "the clean input text");
     atp->add_option("--tokens", tokens, "the clean input's token ids, comma-separated")->excludes(atp_text);
     auto* atp_corrupted = atp->add_option("--corrupted-text", corrupted_text, "the corrupted input text (as many tokens as the clean one)");
     atp->add_option("--corrupted-tokens", corrupted_tokens, "the corrupted input's token ids")->excludes(atp_corrupted);
     add_bos_option(atp, bos, &no_bos, "BOS first (both inputs)");
-    atp->add_option("--target", target, "the token (id, or a text that is one token) whose logit is the metric")->required();
+    atp->add_option("--target", target, "the token (id, or a text that is one token) whose logit (or log-probability) is the metric");
     atp->add_option("--contrast", contrast, "the metric is logit(target) - logit(contrast)");
-    atp->add_option("--position", position, "the position among the tokens (-1: the last)")->capture_default_str();
     AtpSiteOptions atp_sites;
+    atp->add_option("--metric", atp_sites.metric,
+                    "logit: the target's logit (minus the contrast's); logprob: its log-probability (minus the contrast's); "
+                    "loss: the clean sequence's mean next-token cross-entropy (no --target)")
+        ->check(CLI::IsMember({"logit", "logprob", "loss"}))->capture_default_str();
+    atp->add_option("--position", position, "the position among the tokens (-1: the last)")->capture_default_str();
     atp->add_option("--sites", atp_sites.hooks, "which hooks to score, comma-separated: resid_pre (each block's input), attn_out, "
                                                 "mlp_out (per position), z (per position and head)")
         ->delimiter(',')->check(CLI::IsMember({"resid_pre", "attn_out", "z", "mlp_out"}))->capture_default_str();

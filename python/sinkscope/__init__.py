@@ -346,11 +346,12 @@ class Model:
         d["value"] = float(value)
         return d
 
-    def attribution_patch(self, clean, corrupted, target, contrast=None, position: int = -1, exact: int = 0,
-                          seed: int = 1, sites=("resid_pre",), channels=None) -> dict:
+    def attribution_patch(self, clean, corrupted, target=None, contrast=None, position: int = -1, exact: int = 0,
+                          seed: int = 1, sites=("resid_pre",), channels=None, metric: str = "logit") -> dict:
         """Attribution patching: for every site, the first-order estimate of what patching it from the corrupted
-        run into the clean one does to logit(target) (minus logit(contrast)) at `position`, from one backward
-        of the clean run. `clean` and `corrupted` are 1-D token ids of the same length. `sites` names the hooks
+        run into the clean one does to a metric, from one backward of the clean run. metric="logit":
+        logit(target) (minus logit(contrast)) at `position`; "logprob": the same of log-probabilities; "loss":
+        the clean sequence's mean next-token cross-entropy (no target, contrast or position). `clean` and `corrupted` are 1-D token ids of the same length. `sites` names the hooks
         scored: "resid_pre" (blocks.{l}.hook_resid_pre per position), "attn_out" and "mlp_out" (per position),
         "z" (attn.hook_z per position and head); `channels` adds channel groups of hook_resid_pre, scored per
         position: a list of channels (the group "channels") or a dict {name: channels}. With exact=K, the K
@@ -373,10 +374,17 @@ class Model:
             groups = {str(k): [int(c) for c in v] for k, v in channels.items()}
         else:
             groups = {"channels": [int(c) for c in channels]}
-        c = -1 if contrast is None else self._token(contrast, "contrast")
-        return self._m.attribution_patch([int(i) for i in a[0]], [int(i) for i in b[0]], self._token(target, "target"), c,
+        if metric == "loss":
+            if target is not None or contrast is not None or position != -1:
+                raise Error("sinkscope: attribution_patch metric='loss' takes no target, contrast or position")
+            t, c = 0, -1
+        else:
+            if target is None:
+                raise Error("sinkscope: attribution_patch needs a target (unless metric='loss')")
+            t, c = self._token(target, "target"), (-1 if contrast is None else self._token(contrast, "contrast"))
+        return self._m.attribution_patch([int(i) for i in a[0]], [int(i) for i in b[0]], t, c,
                                          int(position), int(exact), int(seed), [str(s) for s in sites], list(groups.keys()),
-                                         list(groups.values()))
+                                         list(groups.values()), str(metric))
 
     def head_view(self, ids, top_channels: int = 4, html=None) -> dict:
         """What `sinkscope view` shows, for one sequence: every head's pattern (n_layers, n_heads, pos, pos)

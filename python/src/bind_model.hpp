@@ -279,12 +279,15 @@ public:
     nb::dict attribution_patch(const std::vector<std::int32_t>& clean, const std::vector<std::int32_t>& corrupt, std::int32_t target,
                                std::int32_t contrast, std::int64_t position, std::int64_t exact_k, std::uint64_t seed,
                                const std::vector<std::string>& sites, const std::vector<std::string>& group_names,
-                               const std::vector<std::vector<std::int64_t>>& group_channels) const {
+                               const std::vector<std::vector<std::int64_t>>& group_channels, const std::string& metric_word) const {
         require(exact_k >= 0, "attribution_patch: exact must be >= 0");
+        const train::MetricKind kind = train::metric_kind_from(metric_word);
         std::vector<train::ChannelGroup> groups;
         for (std::size_t g = 0; g < group_names.size(); ++g) groups.push_back({group_names[g], group_channels[g]});
         const train::AttributionSites which = train::attribution_sites(sites, std::move(groups));
-        const train::LogitDifference metric{position, target, contrast};
+        // metric "loss": the clean sequence's mean next-token cross-entropy (no target).
+        const train::Metric metric = kind == train::MetricKind::loss ? train::Metric{-1, 0, -1, kind, {clean.begin() + 1, clean.end()}}
+                                                                     : train::Metric{position, target, contrast, kind};
         train::AttributionPatching r;
         train::ExactComparison cmp;
         {

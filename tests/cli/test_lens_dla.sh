@@ -114,6 +114,13 @@ check "and names it" grep -q "heads" "$work/atp_bad_site.log"
     > "$work/atp_bad_channel.log" 2>&1
 check "atp with a channel outside d_model exits 2" test $? -eq 2
 check "and names it" grep -q "channel 64 of the group 'channels' lies outside d_model = 64" "$work/atp_bad_channel.log"
+"$bin" atp "$model" --tokens 1,50,60,70,80,90 --corrupted-tokens 1,50,61,70,80,90 --metric loss --exact 2 --out "$work/atp_loss" \
+    > "$work/atp_loss.log" 2>&1
+check "atp --metric loss exits 0" test $? -eq 0
+check "and records the metric" grep -q '"metric": "loss"' "$work/atp_loss/summary.json"
+"$bin" atp "$model" --tokens 1,50,60 --corrupted-tokens 1,50,61 --metric loss --target 60 --out "$work/atp_loss_bad" \
+    > "$work/atp_loss_bad.log" 2>&1
+check "atp --metric loss with --target fails and says why" grep -q "takes no --target" "$work/atp_loss_bad.log"
 "$bin" atp "$model" --tokens 1,50,60 --corrupted-tokens 1,50 --target 60 --out "$work/atp_bad" > "$work/atp_bad.log" 2>&1
 check "atp with inputs of different lengths exits 2" test $? -eq 2
 check "and says so" grep -q "needs the same length" "$work/atp_bad.log"

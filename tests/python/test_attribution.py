@@ -1,6 +1,6 @@
 """Model.attribution_patch (train/attribution_patching.hpp) from Python: the estimate's shape and the sites a
 one-token corruption cannot reach, the exact values against patches written as Python hooks (an independent
-path through run_with_hooks), the CLI's arrays, and bad input."""
+path through run_with_hooks) for the logit, log-probability and loss metrics, the CLI's arrays, and bad input."""
 import json
 import subprocess
 
@@ -60,6 +60,47 @@ def test_cli_writes_the_same_estimate(tiny, tmp_path):
     assert cli_estimate.shape == r["estimate"].shape
     assert np.allclose(cli_estimate, r["estimate"], rtol=1e-6, atol=1e-7)
     assert json.loads((out / "summary.json").read_text())["clean_metric"] == pytest.approx(r["clean_metric"], rel=1e-9)
+
+
+def _log_softmax(z):
+    z = z.astype(np.float64) - z.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize("metric", ["logprob", "loss"])
+def test_logprob_and_loss_metrics_are_real_patches(tiny, metric):
+    # The metric computed here with NumPy from the logits of run_with_hooks: an independent path.
+    target = int(tiny(CLEAN)[-1].argmax())
+    kw = {"target": target} if metric == "logprob" else {}
+
+    def value(logits):
+        lp = _log_softmax(logits)
+        return lp[-1, target] if metric == "logprob" else -lp[np.arange(len(CLEAN) - 1), CLEAN[1:]].mean()
+
+    r = tiny.attribution_patch(CLEAN, CORRUPT, metric=metric, exact=3, seed=5, **kw)
+    base = value(tiny(CLEAN))
+    assert r["clean_metric"] == pytest.approx(base, rel=1e-6)
+    assert r["corrupted_metric"] == pytest.approx(value(tiny(CORRUPT)), rel=1e-6)
+    ran = ~np.isnan(r["exact"])
+    assert ran.sum() == 6
+    _, cache = tiny.run_with_cache(CORRUPT, names=lambda name: name.endswith("hook_resid_pre"))
+    for l, t in zip(*np.nonzero(ran)):
+        name = f"blocks.{l}.hook_resid_pre"
+        row = cache[name][t].copy()
+
+        def put(x, hook, t=t, row=row):
+            x[t] = row
+
+        assert r["exact"][l, t] == pytest.approx(value(tiny.run_with_hooks(CLEAN, fwd_hooks=[(name, put)])) - base, abs=1e-5)
+
+
+def test_metric_words_are_checked(tiny):
+    with pytest.raises(sinkscope.Error, match="'kl'"):
+        tiny.attribution_patch(CLEAN, CORRUPT, target=5, metric="kl")
+    with pytest.raises(sinkscope.Error, match="no target"):
+        tiny.attribution_patch(CLEAN, CORRUPT, target=5, metric="loss")
+    with pytest.raises(sinkscope.Error, match="needs a target"):
+        tiny.attribution_patch(CLEAN, CORRUPT)
 
 
 def test_bad_input_is_named(tiny):

@@ -130,6 +130,54 @@ TEST_CASE("attribution patching: every kind of site (block inputs, attn_out, z p
     }
 }
 
+TEST_CASE("attribution patching: the log-probability and loss metrics are exact patching to first order (double)",
+          "[train][attribution]") {
+    train::Metric log_prob{-1, 5, -1, train::MetricKind::log_prob, {}};
+    SECTION("tiny Llama, log-probability of one token") {
+        const Config c = test::tiny_llama_config();
+        const auto w = test::random_test_weights<double>(c, 23);
+        check_first_order_every_site(c, w, test::random_tokens(7, c.vocab_size, 24), log_prob);
+    }
+    SECTION("tiny Llama, next-token loss") {
+        const Config c = test::tiny_llama_config();
+        const auto w = test::random_test_weights<double>(c, 25);
+        const auto tokens = test::random_tokens(7, c.vocab_size, 26);
+        check_first_order_every_site(c, w, tokens, {-1, 0, -1, train::MetricKind::loss, {tokens.begin() + 1, tokens.end()}});
+    }
+    SECTION("gemma2 (soft-capped logits), log-probability") {
+        const auto m = model::load_model<float>(test::fixture("model/random_gemma2"));
+        check_first_order_every_site(m.config, model::cast_weights<double>(m.weights),
+                                     test::random_tokens(6, m.config.vocab_size, 8), train::Metric{-1, 3, -1, train::MetricKind::log_prob, {}});
+    }
+}
+
+TEST_CASE("attribution patching: each metric's gradient is its central difference on the logits", "[train][attribution]") {
+    train::Rng rng(31);
+    model::Mat<double> z(5, 9);
+    for (auto& v : z.reshaped()) v = 3 * rng.normal();
+    const std::vector<train::Metric> metrics = {
+        {2, 4, 7, train::MetricKind::logit, {}}, {-1, 4, -1, train::MetricKind::logit, {}},
+        {1, 0, -1, train::MetricKind::log_prob, {}}, {-1, 8, 2, train::MetricKind::log_prob, {}},
+        {-1, 0, -1, train::MetricKind::loss, {3, 1, 8, 0}}};
+    for (const auto& m : metrics) {
+        CAPTURE(train::to_string(m.kind), m.position, m.target, m.contrast);
+        const model::Mat<double> g = m.gradient(z);
+        for (Eigen::Index t = 0; t < z.rows(); ++t)
+            for (Eigen::Index j = 0; j < z.cols(); ++j) {
+                model::Mat<double> up = z, down = z;
+                up(t, j) += 1e-6;
+                down(t, j) -= 1e-6;
+                const double numeric = (m(up) - m(down)) / 2e-6;
+                CHECK(std::abs(g(t, j) - numeric) <= 1e-8);
+            }
+    }
+    // With a contrast, the log-probability difference is the logit difference (the normaliser cancels).
+    CHECK(train::Metric{-1, 8, 2, train::MetricKind::log_prob, {}}(z) == Approx(z(4, 8) - z(4, 2)).epsilon(1e-12));
+    CHECK_THROWS_WITH(train::metric_kind_from("kl"), Catch::Contains("'kl'"));
+    CHECK_THROWS_WITH((train::Metric{-1, 0, -1, train::MetricKind::loss, {}}.check(9, 5)), Catch::Contains("next tokens"));
+    CHECK_THROWS_WITH((train::Metric{-1, 0, -1, train::MetricKind::loss, {9}}.check(9, 5)), Catch::Contains("next token 9"));
+}
+
 TEST_CASE("attribution patching: the sites come in the documented order, one per (position[, head])", "[train][attribution]") {
     const Config c = test::tiny_llama_config();
     const auto w = test::random_test_weights<double>(c, 17);

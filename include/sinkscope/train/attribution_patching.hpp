@@ -3,7 +3,8 @@
 // for every site at once, from one forward and one backward of the clean run and one forward of the corrupted
 // one (Nanda's attribution patching; Kramár et al.'s AtP):
 //
-//   M = ℓ[t*, target] − ℓ[t*, contrast]        a logit difference at one position (contrast < 0: the logit alone)
+//   M = ℓ[t*, target] − ℓ[t*, contrast]        a logit difference at one position (contrast < 0: the logit alone);
+//       or the same difference of log-probabilities, or the next-token loss (Metric, MetricKind)
 //   Δ̂(site) = Σ_{j ∈ site} (a_corr[j] − a_clean[j]) · ∂M/∂a[j] |clean       a: the site's hooked activation
 //   Δ(site)  = M(clean run with a[site] ← a_corr[site]) − M(clean)         exact patching (one forward per site)
 //
@@ -38,17 +39,111 @@
 
 namespace sinkscope::train {
 
-// The metric: the logit of `target` at position `position`, minus that of `contrast` when contrast ≥ 0.
+// What the metric M reads from the logits z (T × V), with p_t = softmax(z_t):
+//   logit     z[t*, target] − z[t*, contrast]                      (the contrast term only when contrast ≥ 0)
+//   log_prob  log p_t*[target] − log p_t*[contrast]                 (with a contrast, equal to `logit`)
+//   loss      (1/N) Σ_{t<N} −log p_t[next_tokens[t]]               (next-token cross-entropy, N = |next_tokens|)
+enum class MetricKind { logit, log_prob, loss };
+
+inline const char* to_string(MetricKind k) { return k == MetricKind::log_prob ? "logprob" : k == MetricKind::loss ? "loss" : "logit"; }
+
+// The word of the CLI (--metric) and the Python module (metric=) for a kind; an Error for another word.
+inline MetricKind metric_kind_from(const std::string& word) {
+    if (word == "logit") return MetricKind::logit;
+    if (word == "logprob") return MetricKind::log_prob;
+    if (word == "loss") return MetricKind::loss;
+    throw Error("metric must be 'logit', 'logprob' or 'loss', not '" + word + "'");
+}
+
+// The metric M of the logits whose change the sites' patches are scored by (MetricKind says which), and its
+// gradient dM/dz, which the backward starts from. `position` −1 is the last position; `next_tokens` are the
+// loss's targets (for the clean sequence s, its s[1:]).
 struct LogitDifference {
+    LogitDifference() = default;
+    LogitDifference(std::int64_t position_, std::int32_t target_, std::int32_t contrast_ = -1, MetricKind kind_ = MetricKind::logit,
+                    std::vector<std::int32_t> next_tokens_ = {})
+        : position(position_), target(target_), contrast(contrast_), kind(kind_), next_tokens(std::move(next_tokens_)) {}
+
     std::int64_t position = -1;  // −1: the last position
     std::int32_t target = 0;
     std::int32_t contrast = -1;
+    MetricKind kind = MetricKind::logit;
+    std::vector<std::int32_t> next_tokens;  // MetricKind::loss only
+
     template <class T>
     double operator()(const model::Mat<T>& logits) const {
-        const std::int64_t t = position < 0 ? logits.rows() - 1 : position;
+        if (kind == MetricKind::loss) {
+            double sum = 0;
+            for (std::size_t t = 0; t < next_tokens.size(); ++t)
+                sum -= log_softmax_at(logits, std::int64_t(t), next_tokens[t]);
+            return sum / double(next_tokens.size());
+        }
+        const std::int64_t t = row(logits);
+        if (kind == MetricKind::log_prob)
+            return log_softmax_at(logits, t, target) - (contrast >= 0 ? log_softmax_at(logits, t, contrast) : 0.0);
         return double(logits(t, target)) - (contrast >= 0 ? double(logits(t, contrast)) : 0.0);
     }
+
+    // dM/dz: logit: e_target − e_contrast at row t*; log_prob: the same with a contrast, e_target − p_t* without;
+    // loss: (p_t − e_{next_tokens[t]}) / N on each row t < N.
+    template <class T>
+    model::Mat<T> gradient(const model::Mat<T>& logits) const {
+        model::Mat<T> d = model::Mat<T>::Zero(logits.rows(), logits.cols());
+        if (kind == MetricKind::loss) {
+            const double n = double(next_tokens.size());
+            for (std::size_t t = 0; t < next_tokens.size(); ++t) {
+                add_softmax(d, logits, std::int64_t(t), 1.0 / n);
+                d(std::int64_t(t), next_tokens[t]) -= T(1.0 / n);
+            }
+            return d;
+        }
+        const std::int64_t t = row(logits);
+        d(t, target) += T(1);
+        if (contrast >= 0) d(t, contrast) -= T(1);
+        else if (kind == MetricKind::log_prob) add_softmax(d, logits, t, -1.0);
+        return d;
+    }
+
+    // Error naming what does not fit a model of `vocab` tokens and a sequence of `length` positions.
+    void check(std::int64_t vocab, std::int64_t length) const {
+        if (kind == MetricKind::loss) {
+            require(!next_tokens.empty() && std::int64_t(next_tokens.size()) <= length,
+                    "attribution patching: the loss needs between 1 and " + std::to_string(length) + " next tokens, not " +
+                        std::to_string(next_tokens.size()));
+            for (std::int32_t id : next_tokens)
+                require(id >= 0 && id < vocab, "attribution patching: the loss's next token " + std::to_string(id) +
+                                                   " lies outside the vocabulary of " + std::to_string(vocab));
+            return;
+        }
+        require(target >= 0 && target < vocab && contrast < vocab,
+                "attribution patching: the metric's tokens lie outside the vocabulary of " + std::to_string(vocab));
+        require(position < length, "attribution patching: the metric's position " + std::to_string(position) +
+                                       " lies past the sequence of " + std::to_string(length) + " tokens");
+    }
+
+private:
+    template <class T>
+    std::int64_t row(const model::Mat<T>& logits) const { return position < 0 ? logits.rows() - 1 : position; }
+    // log softmax(z_t)[i] = z_ti − max_j z_tj − log Σ_j exp(z_tj − max_j z_tj), in double
+    template <class T>
+    static double log_softmax_at(const model::Mat<T>& z, std::int64_t t, std::int32_t i) {
+        const double top = double(z.row(t).maxCoeff());
+        double sum = 0;
+        for (Eigen::Index j = 0; j < z.cols(); ++j) sum += std::exp(double(z(t, j)) - top);
+        return double(z(t, i)) - top - std::log(sum);
+    }
+    // d_t += scale · softmax(z_t)
+    template <class T>
+    static void add_softmax(model::Mat<T>& d, const model::Mat<T>& z, std::int64_t t, double scale) {
+        const double top = double(z.row(t).maxCoeff());
+        double sum = 0;
+        for (Eigen::Index j = 0; j < z.cols(); ++j) sum += std::exp(double(z(t, j)) - top);
+        for (Eigen::Index j = 0; j < z.cols(); ++j) d(t, j) += T(scale * std::exp(double(z(t, j)) - top) / sum);
+    }
 };
+
+// The same type under the name of what it now is: any of the metrics above.
+using Metric = LogitDifference;
 
 // A channel group of the residual stream, scored as one site per (block, position): its channels of
 // blocks.{l}.hook_resid_pre patched together.
@@ -148,11 +243,7 @@ AttributionPatching attribution_patch(const model::Config& c, const model::Weigh
                                       double corrupted_metric = std::numeric_limits<double>::quiet_NaN()) {
     model::require_dense(w, "attribution patching (its backward)");
     require(!clean.empty(), "attribution patching: the clean sequence is empty");
-    require(metric.target >= 0 && metric.target < c.vocab_size && metric.contrast < c.vocab_size,
-            "attribution patching: the metric's tokens lie outside the vocabulary of " + std::to_string(c.vocab_size));
-    require(metric.position < std::int64_t(clean.size()),
-            "attribution patching: the metric's position " + std::to_string(metric.position) + " lies past the sequence of " +
-                std::to_string(clean.size()) + " tokens");
+    metric.check(c.vocab_size, std::int64_t(clean.size()));
     require(which.resid_pre || which.attn_out || which.z || which.mlp_out || !which.groups.empty(),
             "attribution patching: no site to score (no hook and no channel group)");
     for (const ChannelGroup& g : which.groups) {
@@ -168,11 +259,7 @@ AttributionPatching attribution_patch(const model::Config& c, const model::Weigh
     out.clean_metric = metric(tape.logits);
     out.corrupted_metric = corrupted_metric;
     out.groups = which.groups;
-    // dM/dlogits: +1 at (t*, target), −1 at (t*, contrast)
-    model::Mat<T> dlogits = model::Mat<T>::Zero(tape.logits.rows(), tape.logits.cols());
-    const std::int64_t t_star = metric.position < 0 ? tape.logits.rows() - 1 : metric.position;
-    dlogits(t_star, metric.target) += T(1);
-    if (metric.contrast >= 0) dlogits(t_star, metric.contrast) -= T(1);
+    const model::Mat<T> dlogits = metric.gradient(tape.logits);
     model::Weights<T> grads = zeros_like(w);
     std::vector<BlockActivationGradients<T>> act;
     backward(grads, dlogits, tape, w, c, act);
