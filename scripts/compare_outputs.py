@@ -25,6 +25,7 @@ DEFAULT_IGNORED = {
     "timings", "total_seconds", "git_revision", "command", "sinkscope_version", "model", "corpus",
     "out", "tokens_file", "rule_set", "rule_set_hash", "rule_id", "rule_hash", "rules", "seconds", "elapsed_seconds",
     "wall_seconds", "forward_passes_seconds",
+    "expected_seconds", "rate_flop_per_s",  # a4_scale_sweep's measured speed of this machine, a timing
 }
 
 
