@@ -3,37 +3,16 @@
 // checkpoint continues as the uninterrupted one, and a build without the CUDA trainer says how to get one.
 #include <catch2/catch.hpp>
 
-#include <cstring>
 #include <filesystem>
 #include <sinkscope/train/run_trainer.hpp>
 
-#include "train/train_test_util.hpp"
+#include "train/tiny_run.hpp"
 
 using namespace sinkscope;
 using namespace sinkscope::train;
 
-namespace {
-TrainConfig tiny_run(std::int64_t steps) {
-    TrainConfig t;
-    t.model = test::tiny_llama_config();
-    t.task = {{"kind", "bigram-backcopy"}, {"n_tokens", 12}, {"seq_len", 12}, {"triggers", 2}, {"seed", 3}};
-    t.batch = 4;
-    t.steps = steps;
-    t.optim.lr = 3e-3;
-    t.optim.warmup_steps = 2;
-    t.optim.total_steps = steps;
-    t.threads = 1;
-    t.eval_sequences = 2;
-    return t;
-}
-bool identical(model::Weights<float> a, model::Weights<float> b) {
-    auto ra = tensor_refs(a), rb = tensor_refs(b);
-    if (ra.size() != rb.size()) return false;
-    for (std::size_t i = 0; i < ra.size(); ++i)
-        if (ra[i].size != rb[i].size || std::memcmp(ra[i].data, rb[i].data, sizeof(float) * ra[i].size) != 0) return false;
-    return true;
-}
-}  // namespace
+using sinkscope::test::identical;
+using sinkscope::test::tiny_run;
 
 TEST_CASE("run_trainer: the CPU RunTrainer takes the Trainer's steps, and resumes through a checkpoint", "[run_trainer][train]") {
     const TrainConfig cfg = tiny_run(4);
@@ -54,7 +33,8 @@ TEST_CASE("run_trainer: the CPU RunTrainer takes the Trainer's steps, and resume
     const auto resumed = make_cpu_trainer<float>(cfg, &ck, make_data(TrainConfig::from_json(ck.run).task));
     CHECK(resumed->current_step() == 2);
     for (int i = 2; i < 4; ++i) CHECK(resumed->step().loss == losses[std::size_t(i)]);
-    CHECK(identical(resumed->weights(), direct.weights()));
+    model::Weights<float> resumed_weights = resumed->weights();
+    CHECK(identical(resumed_weights, direct.weights()));
     std::filesystem::remove_all(dir);
 }
 

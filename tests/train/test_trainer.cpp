@@ -11,38 +11,20 @@
 #include <numeric>
 #include <sinkscope/train/trainer.hpp>
 
+#include "train/tiny_run.hpp"
 #include "train/train_test_util.hpp"
 
 using namespace sinkscope;
 using namespace sinkscope::train;
+using sinkscope::test::identical;
+using sinkscope::test::tiny_run;
 
 namespace {
-TrainConfig tiny_run(std::int64_t steps, std::int64_t threads = 1) {
-    TrainConfig t;
-    t.model = test::tiny_llama_config();
-    t.task = {{"kind", "bigram-backcopy"}, {"n_tokens", 12}, {"seq_len", 12}, {"triggers", 2}, {"seed", 3}};
-    t.batch = 4;
-    t.steps = steps;
-    t.optim.lr = 3e-3;
-    t.optim.warmup_steps = 2;
-    t.optim.total_steps = steps;
-    t.threads = threads;
-    t.eval_sequences = 2;
-    return t;
-}
 std::string temp_dir(const std::string& name) {
     const auto d = std::filesystem::temp_directory_path() / ("sinkscope_test_" + name);
     std::filesystem::remove_all(d);
     std::filesystem::create_directories(d);
     return d.string();
-}
-template <class T>
-bool identical(model::Weights<T>& a, model::Weights<T>& b) {
-    auto ra = tensor_refs(a), rb = tensor_refs(b);
-    if (ra.size() != rb.size()) return false;
-    for (std::size_t i = 0; i < ra.size(); ++i)
-        if (ra[i].size != rb[i].size || std::memcmp(ra[i].data, rb[i].data, sizeof(T) * ra[i].size) != 0) return false;
-    return true;
 }
 }  // namespace
 
