@@ -23,8 +23,9 @@
 //                                                FFN (each expert), the biases, with the norms frozen; each
 //                                                head split by source position (DIR/*.npy + DIR/summary.json)
 //                                                TOKEN: a token id, or a text that is one token
-//   sinkscope atp MODEL (--text T | --tokens 1,2,3) (--corrupted-text T | --corrupted-tokens 1,2,3) --target TOKEN
-//                   [--contrast TOKEN] [--position -1] [--sites resid_pre,attn_out,z,mlp_out]
+//   sinkscope atp MODEL (--text T | --tokens 1,2,3) (--corrupted-text T | --corrupted-tokens 1,2,3)
+//                   [--metric logit|logprob] --target TOKEN [--contrast TOKEN] [--position -1] | --metric loss
+//                   [--sites resid_pre,attn_out,z,mlp_out]
 //                   [--channels 1,2 | --spike-channels] [--exact K] [--seed 1] --out DIR
 //                                                attribution patching: for every site (a block's input, its
 //                                                attention or FFN output at a position, a head's z at a

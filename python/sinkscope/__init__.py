@@ -351,9 +351,10 @@ class Model:
         """Attribution patching: for every site, the first-order estimate of what patching it from the corrupted
         run into the clean one does to a metric, from one backward of the clean run. metric="logit":
         logit(target) (minus logit(contrast)) at `position`; "logprob": the same of log-probabilities; "loss":
-        the clean sequence's mean next-token cross-entropy (no target, contrast or position). `clean` and `corrupted` are 1-D token ids of the same length. `sites` names the hooks
-        scored: "resid_pre" (blocks.{l}.hook_resid_pre per position), "attn_out" and "mlp_out" (per position),
-        "z" (attn.hook_z per position and head); `channels` adds channel groups of hook_resid_pre, scored per
+        the clean sequence's mean next-token cross-entropy (no target, contrast or position). `clean` and
+        `corrupted` are 1-D token ids of the same length. `sites` names the hooks scored: "resid_pre"
+        (blocks.{l}.hook_resid_pre per position), "attn_out" and "mlp_out" (per position), "z" (attn.hook_z
+        per position and head); `channels` adds channel groups of hook_resid_pre, scored per
         position: a list of channels (the group "channels") or a dict {name: channels}. With exact=K, the K
         sites of largest |estimate| and K random others (seed), over every kind, are also patched for real.
         Returns a dict named as `sinkscope atp` names its files: estimate and exact (n_layers, positions) for
