@@ -509,9 +509,9 @@ int cmd_dla(const std::string& path, const std::string& text, const std::string&
 // largest |estimate| and of K others drawn at random, and Spearman's ρ between estimate and exact over each
 // set (plain attribution patching is known to misjudge sites behind a saturated softmax, so the random set
 // shows how it does away from the top).
-struct AtpSiteOptions {
-    std::vector<std::string> hooks{"resid_pre"};  // resid_pre, attn_out, z, mlp_out
+struct AtpOptions {
     std::string metric = "logit";                 // logit, logprob, loss (train::MetricKind)
+    std::vector<std::string> hooks{"resid_pre"};  // the sites: resid_pre, attn_out, z, mlp_out
     std::vector<std::int64_t> channels;           // a channel group of hook_resid_pre ("channels")
     bool spike_channels = false;                  // the massive channels of the clean run's residual stream ("spike")
 };
@@ -535,31 +535,31 @@ std::vector<std::int64_t> spike_channels(const model::LoadedModel<float>& m, con
 
 int cmd_atp(const std::string& path, const std::string& text, const std::string& tokens, const std::string& corrupted_text,
             const std::string& corrupted_tokens, analysis::BosMode bos_mode, const std::string& target, const std::string& contrast,
-            std::int64_t position, const AtpSiteOptions& site_options, std::int64_t exact_k, std::uint64_t seed, const std::string& out) {
+            std::int64_t position, const AtpOptions& options, std::int64_t exact_k, std::uint64_t seed, const std::string& out) {
     make_out_dir("atp", out);
     const auto m = load_checked(path);  // float32 dense: the backward needs the weights themselves
     analysis::BosChoice bos, corrupted_bos;
     const auto clean = input_tokens(m, text, tokens, bos_mode, bos);
     const auto corrupt = input_tokens(m, corrupted_text, corrupted_tokens, bos_mode, corrupted_bos);
-    const train::MetricKind kind = train::metric_kind_from(site_options.metric);
+    const train::MetricKind kind = train::metric_kind_from(options.metric);
     if (kind == train::MetricKind::loss && (!target.empty() || !contrast.empty() || position != -1))
         throw Error("atp: --metric loss is the clean sequence's next-token loss; it takes no --target, --contrast or --position");
     if (kind != train::MetricKind::loss && target.empty()) throw Error("atp: --target is required (unless --metric loss)");
     const train::Metric metric =
         kind == train::MetricKind::loss
-            ? train::Metric{-1, 0, -1, kind, {clean.begin() + 1, clean.end()}}
+            ? train::Metric::next_token_loss(clean)
             : train::Metric{position, token_arg(m, "atp --target", target),
                             contrast.empty() ? -1 : token_arg(m, "atp --contrast", contrast), kind};
     std::vector<train::ChannelGroup> groups;
-    if (!site_options.channels.empty()) groups.push_back({"channels", site_options.channels});
-    if (site_options.spike_channels) {
+    if (!options.channels.empty()) groups.push_back({"channels", options.channels});
+    if (options.spike_channels) {
         auto spikes = spike_channels(m, clean);
         if (spikes.empty())
             std::cerr << "atp: --spike-channels: no massive activation (|x| > 100 and >= 1000x the median |x|) in the clean run's "
                          "residual stream, so no spike-channel group is scored\n";
         else groups.push_back({"spike", std::move(spikes)});
     }
-    const train::AttributionSites which = train::attribution_sites(site_options.hooks, std::move(groups));
+    const train::AttributionSites which = train::attribution_sites(options.hooks, std::move(groups));
     auto run = train::attribution_patch_tokens(m.config, m.weights, clean, corrupt, metric, which);
     auto& r = run.result;
     const auto cmp = train::compare_with_exact(r, m.config, m.weights, clean, run.corrupted.activations, metric, std::size_t(exact_k), seed,
@@ -932,19 +932,19 @@ int main(int argc, char** argv) {
     add_bos_option(atp, bos, &no_bos, "BOS first (both inputs)");
     atp->add_option("--target", target, "the token (id, or a text that is one token) whose logit (or log-probability) is the metric");
     atp->add_option("--contrast", contrast, "the metric is logit(target) - logit(contrast)");
-    AtpSiteOptions atp_sites;
-    atp->add_option("--metric", atp_sites.metric,
+    AtpOptions atp_options;
+    atp->add_option("--metric", atp_options.metric,
                     "logit: the target's logit (minus the contrast's); logprob: its log-probability (minus the contrast's); "
                     "loss: the clean sequence's mean next-token cross-entropy (no --target)")
         ->check(CLI::IsMember({"logit", "logprob", "loss"}))->capture_default_str();
     atp->add_option("--position", position, "the position among the tokens (-1: the last)")->capture_default_str();
-    atp->add_option("--sites", atp_sites.hooks, "which hooks to score, comma-separated: resid_pre (each block's input), attn_out, "
+    atp->add_option("--sites", atp_options.hooks, "which hooks to score, comma-separated: resid_pre (each block's input), attn_out, "
                                                 "mlp_out (per position), z (per position and head)")
         ->delimiter(',')->check(CLI::IsMember({"resid_pre", "attn_out", "z", "mlp_out"}))->capture_default_str();
-    auto* atp_channels = atp->add_option("--channels", atp_sites.channels,
+    auto* atp_channels = atp->add_option("--channels", atp_options.channels,
                                          "also score these channels of each block's input together, per position (group 'channels')")
                              ->delimiter(',');
-    atp->add_flag("--spike-channels", atp_sites.spike_channels,
+    atp->add_flag("--spike-channels", atp_options.spike_channels,
                   "also score, per position, the channels that carry a massive activation in the clean run's residual stream "
                   "(group 'spike')")->excludes(atp_channels);
     atp->add_option("--exact", exact_k, "patch the K sites of largest |estimate| and K random others for real")
@@ -1059,7 +1059,7 @@ int main(int argc, char** argv) {
             if (text.empty() && tokens.empty()) throw Error("atp: give --text or --tokens");
             if (corrupted_text.empty() && corrupted_tokens.empty()) throw Error("atp: give --corrupted-text or --corrupted-tokens");
             const analysis::BosMode bos_mode = no_bos ? analysis::BosMode::off : analysis::parse_bos_mode(bos);
-            return cmd_atp(model_path, text, tokens, corrupted_text, corrupted_tokens, bos_mode, target, contrast, position, atp_sites, exact_k,
+            return cmd_atp(model_path, text, tokens, corrupted_text, corrupted_tokens, bos_mode, target, contrast, position, atp_options, exact_k,
                            seed, out);
         }
         if (*merge) return cmd_merge(shard_files, json_out);

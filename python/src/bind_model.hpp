@@ -286,8 +286,8 @@ public:
         for (std::size_t g = 0; g < group_names.size(); ++g) groups.push_back({group_names[g], group_channels[g]});
         const train::AttributionSites which = train::attribution_sites(sites, std::move(groups));
         // metric "loss": the clean sequence's mean next-token cross-entropy (no target).
-        const train::Metric metric = kind == train::MetricKind::loss ? train::Metric{-1, 0, -1, kind, {clean.begin() + 1, clean.end()}}
-                                                                     : train::Metric{position, target, contrast, kind};
+        const train::Metric metric =
+            kind == train::MetricKind::loss ? train::Metric::next_token_loss(clean) : train::Metric{position, target, contrast, kind};
         train::AttributionPatching r;
         train::ExactComparison cmp;
         {

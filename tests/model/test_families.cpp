@@ -1,6 +1,6 @@
 // The family table (model/families.hpp) against the checkpoints the peers write: every tensor that
-// transformers' save_pretrained and llama.cpp's converter put into a fixture is named by the family's
-// TensorNames, so no weight of a supported family is silently left unread, and the table's keys are unique.
+// transformers' save_pretrained and llama.cpp's converter put into a fixture is named by a TensorNames entry
+// the loader reads, so no weight of a supported family is silently left unread, and the table's keys are unique.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -21,19 +21,34 @@ using namespace sinkscope::model;
 
 namespace {
 
-// Every name a family's TensorNames can produce for a Config: each field's alternatives ("a|b"), "{l}" over
-// the layers and "{e}" over the experts, with `prefix` in front (the loader's optional "transformer.").
+// Every TensorNames entry the loader reads (model/parameter_table.hpp: each row's key, and the packed
+// tensors' keys), so a saved tensor that no entry names is one the loader would leave unread.
+std::vector<std::string TensorNames::*> read_keys() {
+    std::vector<std::string TensorNames::*> keys;
+    auto rows = [&](const auto& table) {
+        for (const auto& r : table)
+            if (r.key) keys.push_back(r.key);
+    };
+    rows(input_parameters<float>());
+    rows(block_parameters<float>());
+    rows(expert_parameters<float>());
+    rows(output_parameters<float>());
+    for (const Packing& p : block_packings()) {
+        keys.push_back(p.key);
+        if (p.bias_key) keys.push_back(p.bias_key);
+    }
+    for (const Packing& p : expert_packings()) keys.push_back(p.key);
+    return keys;
+}
+
+// Every name those entries produce for a Config: each entry's alternatives ("a|b"), "{l}" over the layers and
+// "{e}" over the experts, with `prefix` in front (the loader's optional "transformer.").
 std::set<std::string> named_tensors(const TensorNames& n, const Config& c, const std::string& prefix = "") {
-    const std::vector<const std::string*> fields = {
-        &n.tok_embed, &n.pos_embed, &n.final_norm, &n.final_norm_bias, &n.lm_head, &n.attn_norm, &n.attn_norm_bias,
-        &n.attn_post_norm, &n.ffn_norm, &n.ffn_norm_bias, &n.ffn_post_norm, &n.attn_post_norm_bias,
-        &n.ffn_post_norm_bias, &n.wq, &n.wk, &n.wv, &n.wo, &n.bq, &n.bk, &n.bv, &n.bo, &n.q_norm, &n.k_norm, &n.qkv,
-        &n.qkv_bias, &n.w_gate, &n.w_up, &n.w_down, &n.b_up, &n.b_down, &n.gate_up, &n.router, &n.expert_gate,
-        &n.expert_up, &n.expert_down, &n.experts_gate_up, &n.experts_down, &n.experts_gate, &n.experts_up};
     std::set<std::string> out;
-    for (const std::string* f : fields) {
-        if (f->empty()) continue;
-        for (const std::string& alt : detail::alternatives(*f))
+    for (const auto key : read_keys()) {
+        const std::string& f = n.*key;
+        if (f.empty()) continue;
+        for (const std::string& alt : detail::alternatives(f))
             for (std::int64_t l = 0; l < c.n_layers; ++l)
                 for (std::int64_t e = 0; e < std::max<std::int64_t>(c.n_experts, 1); ++e)
                     out.insert(prefix + detail::layer_name(alt, l, e));

@@ -142,7 +142,7 @@ TEST_CASE("attribution patching: the log-probability and loss metrics are exact 
         const Config c = test::tiny_llama_config();
         const auto w = test::random_test_weights<double>(c, 25);
         const auto tokens = test::random_tokens(7, c.vocab_size, 26);
-        check_first_order_every_site(c, w, tokens, {-1, 0, -1, train::MetricKind::loss, {tokens.begin() + 1, tokens.end()}});
+        check_first_order_every_site(c, w, tokens, train::Metric::next_token_loss(tokens));
     }
     SECTION("gemma2 (soft-capped logits), log-probability") {
         const auto m = model::load_model<float>(test::fixture("model/random_gemma2"));

@@ -33,6 +33,7 @@
 #include "sinkscope/model/forward.hpp"
 #include "sinkscope/model/hooks.hpp"
 #include "sinkscope/model/interventions.hpp"
+#include "sinkscope/train/loss.hpp"
 #include "sinkscope/train/model_backward.hpp"
 #include "sinkscope/train/random.hpp"
 #include "sinkscope/train/tape.hpp"
@@ -57,7 +58,8 @@ inline MetricKind metric_kind_from(const std::string& word) {
 
 // The metric M of the logits whose change the sites' patches are scored by (MetricKind says which), and its
 // gradient dM/dz, which the backward starts from. `position` −1 is the last position; `next_tokens` are the
-// loss's targets (for the clean sequence s, its s[1:]).
+// loss's targets (for the clean sequence s, its s[1:]: next_token_loss(s)). The log-probability and the loss
+// are train::cross_entropy's (the trainer's loss and its gradient).
 struct LogitDifference {
     LogitDifference() = default;
     LogitDifference(std::int64_t position_, std::int32_t target_, std::int32_t contrast_ = -1, MetricKind kind_ = MetricKind::logit,
@@ -70,37 +72,40 @@ struct LogitDifference {
     MetricKind kind = MetricKind::logit;
     std::vector<std::int32_t> next_tokens;  // MetricKind::loss only
 
+    // The mean next-token cross-entropy of the sequence `tokens` (its logits row t predicts tokens[t + 1]).
+    static LogitDifference next_token_loss(const std::vector<std::int32_t>& tokens) {
+        return {-1, 0, -1, MetricKind::loss, tokens.size() > 1 ? std::vector<std::int32_t>(tokens.begin() + 1, tokens.end())
+                                                               : std::vector<std::int32_t>{}};
+    }
+
     template <class T>
     double operator()(const model::Mat<T>& logits) const {
         if (kind == MetricKind::loss) {
-            double sum = 0;
-            for (std::size_t t = 0; t < next_tokens.size(); ++t)
-                sum -= log_softmax_at(logits, std::int64_t(t), next_tokens[t]);
-            return sum / double(next_tokens.size());
+            const LossSum l = cross_entropy<T>(nullptr, logits, targets_of(logits), loss_rows(logits), T(1));
+            return l.sum / double(l.count);
         }
         const std::int64_t t = row(logits);
-        if (kind == MetricKind::log_prob)
-            return log_softmax_at(logits, t, target) - (contrast >= 0 ? log_softmax_at(logits, t, contrast) : 0.0);
+        if (kind == MetricKind::log_prob && contrast < 0)  // log p_t*[target] = −(cross-entropy of row t*)
+            return -cross_entropy<T>(nullptr, logits, targets_of(logits), loss_rows(logits), T(1)).sum;
         return double(logits(t, target)) - (contrast >= 0 ? double(logits(t, contrast)) : 0.0);
     }
 
-    // dM/dz: logit: e_target − e_contrast at row t*; log_prob: the same with a contrast, e_target − p_t* without;
+    // dM/dz: logit (and log_prob with a contrast): e_target − e_contrast at row t*; log_prob alone: e_target − p_t*;
     // loss: (p_t − e_{next_tokens[t]}) / N on each row t < N.
     template <class T>
     model::Mat<T> gradient(const model::Mat<T>& logits) const {
         model::Mat<T> d = model::Mat<T>::Zero(logits.rows(), logits.cols());
         if (kind == MetricKind::loss) {
-            const double n = double(next_tokens.size());
-            for (std::size_t t = 0; t < next_tokens.size(); ++t) {
-                add_softmax(d, logits, std::int64_t(t), 1.0 / n);
-                d(std::int64_t(t), next_tokens[t]) -= T(1.0 / n);
-            }
+            cross_entropy<T>(&d, logits, targets_of(logits), loss_rows(logits), T(1.0 / double(next_tokens.size())));
+            return d;
+        }
+        if (kind == MetricKind::log_prob && contrast < 0) {
+            cross_entropy<T>(&d, logits, targets_of(logits), loss_rows(logits), T(-1));
             return d;
         }
         const std::int64_t t = row(logits);
         d(t, target) += T(1);
         if (contrast >= 0) d(t, contrast) -= T(1);
-        else if (kind == MetricKind::log_prob) add_softmax(d, logits, t, -1.0);
         return d;
     }
 
@@ -124,21 +129,19 @@ struct LogitDifference {
 private:
     template <class T>
     std::int64_t row(const model::Mat<T>& logits) const { return position < 0 ? logits.rows() - 1 : position; }
-    // log softmax(z_t)[i] = z_ti − max_j z_tj − log Σ_j exp(z_tj − max_j z_tj), in double
+    // The rows cross_entropy counts: the loss's first N rows, or the log-probability's row t*.
     template <class T>
-    static double log_softmax_at(const model::Mat<T>& z, std::int64_t t, std::int32_t i) {
-        const double top = double(z.row(t).maxCoeff());
-        double sum = 0;
-        for (Eigen::Index j = 0; j < z.cols(); ++j) sum += std::exp(double(z(t, j)) - top);
-        return double(z(t, i)) - top - std::log(sum);
+    LossMask loss_rows(const model::Mat<T>& logits) const {
+        if (kind == MetricKind::loss) return {0, std::int64_t(next_tokens.size()), false};
+        return {row(logits), row(logits) + 1, false};
     }
-    // d_t += scale · softmax(z_t)
+    // One target per row, as cross_entropy takes them; rows outside loss_rows(logits) are not read.
     template <class T>
-    static void add_softmax(model::Mat<T>& d, const model::Mat<T>& z, std::int64_t t, double scale) {
-        const double top = double(z.row(t).maxCoeff());
-        double sum = 0;
-        for (Eigen::Index j = 0; j < z.cols(); ++j) sum += std::exp(double(z(t, j)) - top);
-        for (Eigen::Index j = 0; j < z.cols(); ++j) d(t, j) += T(scale * std::exp(double(z(t, j)) - top) / sum);
+    std::vector<std::int32_t> targets_of(const model::Mat<T>& logits) const {
+        std::vector<std::int32_t> y(std::size_t(logits.rows()), 0);
+        if (kind == MetricKind::loss) std::copy_n(next_tokens.begin(), std::min(next_tokens.size(), y.size()), y.begin());
+        else y[std::size_t(row(logits))] = target;
+        return y;
     }
 };
 
